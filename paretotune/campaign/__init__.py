@@ -1,0 +1,1 @@
+"""The campaign file (schema, loading) and the loop that runs it."""

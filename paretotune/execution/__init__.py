@@ -1,0 +1,1 @@
+"""Where candidates are built and measured: worker processes with timeouts, restarted after crashes."""

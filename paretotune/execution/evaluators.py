@@ -1,0 +1,37 @@
+"""Pick the evaluator a campaign needs: static (CPU, ptxas only) or GPU (runtime, ncu)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from paretotune.campaign.load import Campaign
+from paretotune.execution.pool import WorkerPool
+from paretotune.execution.static_job import WorkerContext, evaluate_static, init_worker
+from paretotune.objectives.base import Objective
+from paretotune.records import Candidate, TrialRecord
+from paretotune.store.run_dir import RunDir
+from paretotune.toolchain.ptxas import Ptxas
+
+
+class StaticEvaluator:
+    """Builds each candidate with ptxas in a CPU worker pool and reads the static objectives."""
+
+    def __init__(self, campaign: Campaign, ptxas: Ptxas, run: RunDir) -> None:
+        ctx = WorkerContext(campaign_path=str(campaign.path), campaign_text=campaign.text,
+                            ptxas_path=str(ptxas.path), ptxas_version=ptxas.version, acf_dir=str(run.path / "acf"))
+        timeout = campaign.spec.evaluation.compile_timeout_s * len(campaign.shapes) + 30.0
+        self.pool = WorkerPool(evaluate_static, init_worker, (ctx,), campaign.spec.evaluation.workers, timeout)
+
+    def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
+        return list(self.pool.run(candidates))
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+def evaluator_for(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Sequence[Objective]):  # noqa: ANN201
+    stages = {o.stage for o in objectives}
+    if stages <= {"static"}:
+        return StaticEvaluator(campaign, ptxas, run)
+    from paretotune.execution.gpu import GpuEvaluator  # noqa: PLC0415 - GPU stack only when asked for
+
+    return GpuEvaluator(campaign, ptxas, run, objectives)

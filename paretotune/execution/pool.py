@@ -1,0 +1,95 @@
+"""A pool of spawned worker processes that evaluates candidates and survives hangs and crashes.
+
+``concurrent.futures`` does the scheduling; what it lacks is killing a hung task and carrying on after a
+worker dies (a segfault breaks the whole pool). We keep at most one task per worker in flight, so each task's
+deadline counts from its own start; a task past its deadline, or one that kills its worker, is recorded as
+failed, the pool is restarted, and the other in-flight candidates are evaluated again. One bad candidate never
+stops a campaign.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from paretotune.records import Candidate, TrialRecord
+
+STARTUP_GRACE_S = 90.0  # a fresh worker imports torch and Triton before its first task
+
+
+class WorkerPool:
+    """Evaluate candidates with ``job(candidate) -> TrialRecord`` in ``workers`` spawned processes."""
+
+    def __init__(self, job: Callable[[Candidate], TrialRecord], initializer: Callable[..., None],
+                 initargs: tuple[Any, ...], workers: int, timeout_s: float) -> None:
+        self.job, self.initializer, self.initargs = job, initializer, initargs
+        self.workers, self.timeout_s = workers, timeout_s
+        self._executor: ProcessPoolExecutor | None = None
+        self._fresh = True
+
+    def _pool(self) -> ProcessPoolExecutor:
+        if self._executor is None:
+            self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                                 initializer=self.initializer, initargs=self.initargs)
+            self._fresh = True
+        return self._executor
+
+    def _kill(self) -> None:
+        """Tear the pool down hard (a hung task cannot be cancelled any other way)."""
+        if self._executor is None:
+            return
+        for proc in list((getattr(self._executor, "_processes", None) or {}).values()):
+            proc.kill()
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        self._executor = None
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+
+    def run(self, candidates: Sequence[Candidate]) -> Iterator[TrialRecord]:
+        """Yield one record per candidate as each finishes (order not kept)."""
+        queue = list(candidates)
+        suspects: dict[int, int] = {}  # candidate id -> times it was in flight when the pool broke
+        inflight: dict[Future[TrialRecord], tuple[Candidate, float]] = {}
+        while queue or inflight:
+            while queue and len(inflight) < self.workers:
+                cand = queue.pop(0)
+                grace = STARTUP_GRACE_S if self._fresh else 0.0
+                inflight[self._pool().submit(self.job, cand)] = (cand, time.monotonic() + self.timeout_s + grace)
+            next_deadline = min(d for _, d in inflight.values())
+            done, _ = wait(list(inflight), timeout=max(0.0, next_deadline - time.monotonic()),
+                           return_when=FIRST_COMPLETED)
+            broken = False
+            for fut in done:
+                cand, _ = inflight.pop(fut)
+                try:
+                    yield fut.result()
+                    self._fresh = False
+                except BrokenProcessPool:
+                    broken = True
+                    suspects[cand.candidate_id] = suspects.get(cand.candidate_id, 0) + 1
+                    if suspects[cand.candidate_id] >= 2 or self.workers == 1:
+                        yield _failed(cand, "worker process crashed (killed by a signal or out of memory)")
+                    else:
+                        queue.append(cand)  # retried; if it breaks the pool again it is the culprit
+                except Exception as exc:  # noqa: BLE001 - e.g. an unpicklable result
+                    yield _failed(cand, f"worker error: {type(exc).__name__}: {exc}")
+            now = time.monotonic()
+            late = [f for f, (_, d) in inflight.items() if d <= now]
+            if late or broken:
+                for fut in late:
+                    cand, _ = inflight.pop(fut)
+                    yield _failed(cand, f"timed out after {self.timeout_s:.0f} s")
+                queue[:0] = [c for c, _ in inflight.values()]  # innocent bystanders run again
+                inflight.clear()
+                self._kill()
+
+
+def _failed(candidate: Candidate, error: str) -> TrialRecord:
+    return TrialRecord(candidate_id=candidate.candidate_id, generation=candidate.generation, config=candidate.config,
+                       acf=candidate.acf, is_baseline=candidate.is_baseline, status="failed", error=error)

@@ -1,0 +1,95 @@
+"""The static evaluation of one candidate, run inside a CPU worker process.
+
+Per shape: the kernel's PTX for this config (compiled once, cached: ACFs act only in ptxas) → ptxas with the
+candidate's ACF → resource usage → objective values. Any failure becomes a failed TrialRecord.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from paretotune.errors import CandidateFailure
+from paretotune.records import Candidate, TrialRecord
+
+
+@dataclass(frozen=True)
+class WorkerContext:
+    """Everything a worker needs, sent once at start (picklable)."""
+
+    campaign_path: str
+    campaign_text: str
+    ptxas_path: str
+    ptxas_version: str
+    acf_dir: str
+
+
+_STATE: dict[str, Any] = {}
+
+
+def init_worker(ctx: WorkerContext) -> None:
+    """Runs first in each worker: point Triton at our ptxas *before* importing it, then load the campaign."""
+    from paretotune.toolchain.ptxas import Ptxas, export_for_triton
+
+    ptxas = Ptxas(path=Path(ctx.ptxas_path), version=ctx.ptxas_version)
+    export_for_triton(ptxas)
+    from paretotune.campaign.load import campaign_from_text, make_adapter, make_objectives
+
+    campaign = campaign_from_text(ctx.campaign_text, Path(ctx.campaign_path))
+    _STATE.update(ctx=ctx, ptxas=ptxas, campaign=campaign, adapter=make_adapter(campaign),
+                  objectives=make_objectives(campaign), ptx_cache={})
+
+
+def _ptx(config: dict[str, Any], shape: Any) -> Any:
+    key = (repr(sorted(config.items())), shape.label)
+    cache = _STATE["ptx_cache"]
+    if key not in cache:
+        buf = io.StringIO()  # Triton prints the whole PTX to stdout on a ptxas error
+        with contextlib.redirect_stdout(buf):
+            cache[key] = _STATE["adapter"].compile_ptx(config, shape, _STATE["campaign"].target)
+    return cache[key]
+
+
+def evaluate_static(candidate: Candidate) -> TrialRecord:
+    """Build the candidate for every shape and read every static objective; never raises."""
+    from paretotune.objectives.base import ShapeMeasurement
+    from paretotune.toolchain.ptxas import build_ptx
+
+    campaign = _STATE["campaign"]
+    start = time.perf_counter()
+    values: dict[str, float] = {}
+    extra: dict[str, Any] = {}
+    acf = Path(_STATE["ctx"].acf_dir) / f"{candidate.acf}.acf" if candidate.acf else None
+    try:
+        for shape in campaign.shapes:
+            kptx = _ptx(candidate.config, shape)
+            build = build_ptx(_STATE["ptxas"], kptx.ptx, campaign.target, acf, kernel_name=kptx.kernel_name,
+                              num_warps=kptx.num_warps, dynamic_shared=kptx.dynamic_shared,
+                              timeout_s=campaign.spec.evaluation.compile_timeout_s,
+                              enable_fp_fusion=kptx.enable_fp_fusion)
+            m = ShapeMeasurement(shape=shape.label, target=campaign.target, build=build)
+            extra[shape.label] = {"registers": build.registers, "spill_stores": build.spill_stores,
+                                  "spill_loads": build.spill_loads, "stack": build.stack_frame,
+                                  "static_shared": build.static_shared, "dynamic_shared": build.dynamic_shared,
+                                  "num_warps": build.num_warps}
+            for obj in _STATE["objectives"]:
+                values[obj.column(shape.label, campaign.multi_shape)] = obj.value(m)
+    except CandidateFailure as exc:
+        return _failed(candidate, str(exc), start)
+    except Exception as exc:  # noqa: BLE001 - a candidate's failure is data
+        tb = traceback.extract_tb(exc.__traceback__)
+        where = f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else ""
+        return _failed(candidate, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}{where}", start)
+    return TrialRecord(candidate_id=candidate.candidate_id, generation=candidate.generation, config=candidate.config,
+                       acf=candidate.acf, is_baseline=candidate.is_baseline, status="ok", values=values,
+                       compile_s=time.perf_counter() - start, extra=extra)
+
+
+def _failed(candidate: Candidate, error: str, start: float) -> TrialRecord:
+    return TrialRecord(candidate_id=candidate.candidate_id, generation=candidate.generation, config=candidate.config,
+                       acf=candidate.acf, is_baseline=candidate.is_baseline, status="failed", error=error,
+                       compile_s=time.perf_counter() - start)

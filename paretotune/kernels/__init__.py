@@ -1,0 +1,1 @@
+"""Kernel adapters (Triton, Helion) and the kernels bundled with paretotune."""

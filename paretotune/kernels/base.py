@@ -1,0 +1,68 @@
+"""What a kernel adapter is: a kernel-config space plus two ways to build a candidate.
+
+- :meth:`KernelAdapter.compile_ptx` compiles ahead of time, without a GPU, to PTX for a target. ACFs only
+  act in ptxas, so one PTX per (config, shape) serves every ACF: the static path runs ptxas on it per ACF.
+- :meth:`KernelAdapter.prepare` (GPU only) compiles with the ACF through the normal launch path and returns
+  a zero-argument launch function, its inputs and the reference output for the correctness gate.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from paretotune.records import Shape
+from paretotune.toolchain.arch import TargetArch
+
+
+@dataclass(frozen=True)
+class KernelPTX:
+    """One kernel's PTX and the launch metadata its resource usage depends on."""
+
+    ptx: str
+    kernel_name: str
+    num_warps: int
+    dynamic_shared: int  # bytes requested at launch (Triton's metadata.shared)
+    enable_fp_fusion: bool = True
+
+
+@dataclass
+class Prepared:
+    """A candidate ready to run on the GPU: ``launch()`` runs the kernel once and returns its output."""
+
+    launch: Callable[[], Any]
+    reference: Callable[[], Any]  # computes the expected output from the same inputs
+    atol: float
+    rtol: float
+    kernel_name: str
+
+
+class KernelAdapter(Protocol):
+    """A kernel the campaign can search. Implementations: TritonAdapter, HelionAdapter."""
+
+    name: str
+
+    def space(self) -> dict[str, list[Any]]:
+        """Kernel-config knobs and their allowed values (the first value of each is not special)."""
+
+    def default_config(self) -> dict[str, Any]:
+        """The config the baseline uses (the kernel author's pick)."""
+
+    def compile_ptx(self, config: Mapping[str, Any], shape: Shape, target: TargetArch) -> KernelPTX:
+        """Compile to PTX for ``target`` without a GPU (no ACF: ptxas runs later, per ACF)."""
+
+    def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, device: str,
+                seed: int) -> Prepared:
+        """Build for the GPU with ``acf`` applied and make fresh random inputs (seeded, never zeros)."""
+
+
+def validate_config(space: Mapping[str, list[Any]], config: Mapping[str, Any], where: str) -> None:
+    """Reject configs with unknown knobs or values outside the space (one-line message)."""
+    from paretotune.errors import UserError
+
+    for key, value in config.items():
+        if key not in space:
+            raise UserError(f"{where}: unknown kernel knob '{key}' (known: {', '.join(space)})")
+        if value not in space[key]:
+            raise UserError(f"{where}.{key}: value {value!r} not in the search space {space[key]!r}")

@@ -1,0 +1,1 @@
+"""Kernels shipped with paretotune, ready to name in a campaign (``paretotune.kernels.bundled.softmax:triton_softmax``)."""

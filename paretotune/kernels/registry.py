@@ -1,0 +1,21 @@
+"""Which adapter handles which kernel spec object."""
+from __future__ import annotations
+
+from typing import Any
+
+from paretotune.errors import UserError
+from paretotune.kernels.base import KernelAdapter
+
+
+def adapter_for(obj: Any, name: str, where: str) -> KernelAdapter:
+    from paretotune.kernels.triton import TritonAdapter, TritonKernel
+
+    if isinstance(obj, TritonKernel):
+        return TritonAdapter(name, obj)
+    try:
+        from paretotune.kernels.helion import HelionAdapter, HelionKernel
+    except ImportError:  # helion adapter not installed/importable
+        HelionKernel = None  # type: ignore[assignment,misc]
+    if HelionKernel is not None and isinstance(obj, HelionKernel):
+        return HelionAdapter(name, obj)
+    raise UserError(f"{where}: '{name}' is a {type(obj).__name__}, not a TritonKernel or HelionKernel spec")

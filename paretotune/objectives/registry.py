@@ -1,0 +1,17 @@
+"""Objective names usable in a campaign. A new objective is one module plus one line here."""
+from __future__ import annotations
+
+from paretotune.objectives import static
+from paretotune.objectives.base import Objective
+
+OBJECTIVES: dict[str, type[Objective]] = {
+    "registers": static.Registers,
+    "spill_bytes": static.SpillBytes,
+    "shared_memory": static.SharedMemory,
+    "theoretical_occupancy": static.TheoreticalOccupancy,
+    "compile_time": static.CompileTime,
+}
+
+
+def objective_names() -> list[str]:
+    return sorted(OBJECTIVES)

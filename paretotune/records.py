@@ -1,0 +1,76 @@
+"""Immutable records that flow through a campaign: candidates in, trial records out.
+
+A failed candidate is data (``status="failed"`` with a reason), never an exception that stops the search.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Status = Literal["ok", "failed"]
+Direction = Literal["min", "max"]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One input shape of a campaign; ``params`` go to the kernel's argument factory."""
+
+    label: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A point of the joint space: a kernel config plus an ACF (``acf=None`` means compiler defaults)."""
+
+    candidate_id: int
+    generation: int
+    config: dict[str, Any]
+    acf: str | None = None  # sha256 of the ACF bytes; the file is <run>/acf/<acf>.acf
+    is_baseline: bool = False
+    engine_id: str | None = None  # the search engine's own id, for tell()
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """The result of evaluating one candidate; one row of the run's results table."""
+
+    candidate_id: int
+    generation: int
+    config: dict[str, Any]
+    acf: str | None
+    is_baseline: bool
+    status: Status
+    values: dict[str, float] = field(default_factory=dict)  # objective column -> value
+    error: str = ""
+    compile_s: float = 0.0
+    measure_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)  # raw per-shape stats, worker info, ...
+
+    def to_row(self) -> dict[str, Any]:
+        """Flatten to one table row: objective columns become top-level columns."""
+        row = asdict(self)
+        values = row.pop("values")
+        row["config"] = json.dumps(self.config, sort_keys=True)
+        row["acf"] = self.acf or ""
+        row["extra"] = json.dumps(self.extra, sort_keys=True, default=str)
+        row.update(values)
+        return row
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any], objective_columns: list[str]) -> TrialRecord:
+        """Inverse of :meth:`to_row` (used by resume and by tests)."""
+        return cls(
+            candidate_id=int(row["candidate_id"]),
+            generation=int(row["generation"]),
+            config=json.loads(row["config"]),
+            acf=row["acf"] or None,
+            is_baseline=bool(row["is_baseline"]),
+            status=row["status"],
+            values={c: float(row[c]) for c in objective_columns if c in row and row[c] is not None},
+            error=row.get("error", ""),
+            compile_s=float(row.get("compile_s", 0.0)),
+            measure_s=float(row.get("measure_s", 0.0)),
+            extra=json.loads(row.get("extra") or "{}"),
+        )

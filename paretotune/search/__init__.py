@@ -1,0 +1,1 @@
+"""Search engines behind one ask/tell interface."""

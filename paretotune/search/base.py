@@ -1,0 +1,29 @@
+"""What a search engine is: it proposes candidates and learns from their scores; it never builds or measures.
+
+Scores reach the engine as tuples to *minimize* (the campaign negates "max" objectives first); a failed
+candidate is scored ``None``. The campaign owns the budget: engines may propose forever.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One point to evaluate: a kernel config and an ACF (bytes, or None for compiler defaults)."""
+
+    engine_id: str
+    config: dict[str, Any]
+    acf: bytes | None
+
+
+class SearchEngine(Protocol):
+    def ask(self) -> list[Proposal]:
+        """The next batch of proposals (a generation, or what refills it after failures)."""
+
+    def tell(self, scores: dict[str, tuple[float, ...] | None]) -> None:
+        """Scores for proposals of the last batch, by ``engine_id``; ``None`` marks a failure."""
+
+    def save(self, path: str) -> bool:
+        """Checkpoint the engine's state to ``path``; False if the engine cannot."""

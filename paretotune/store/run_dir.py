@@ -1,0 +1,127 @@
+"""One directory per run, readable with one pandas call.
+
+Layout::
+
+    <run>/campaign.yaml     copy of the campaign file as given
+    <run>/run.json          objective columns with directions, toolchain, target, seed
+    <run>/results.jsonl     one TrialRecord per line, appended and fsynced
+    <run>/acf/<sha>.acf     every ACF evaluated, named by content hash (+ <sha>.json: ptxas version, arch)
+
+Why JSON lines and not SQLite: a record is written once and never updated, so an append-only file with
+``fsync`` after each line is crash-safe (a SIGKILL can only cut the last line short, and the reader skips a
+partial last line), diff-able, and greppable; ``pandas.read_json(lines=True)`` reads it directly.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from paretotune.errors import UserError
+from paretotune.records import Direction, TrialRecord
+
+RESULTS = "results.jsonl"
+META = "run.json"
+CAMPAIGN = "campaign.yaml"
+
+
+@dataclass(frozen=True)
+class ObjectiveColumn:
+    """One column of the results table that pareto/ optimizes, with its direction."""
+
+    column: str
+    direction: Direction
+    objective: str  # registry name of the objective that produced it
+    shape: str  # shape label the value was measured on
+
+
+class RunDir:
+    """Reads and writes one run directory. Creating it checks that it is writable."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+
+    # -- creation -------------------------------------------------------------------------------------------
+    def create(self, campaign_text: str, meta: dict[str, Any]) -> None:
+        """Create the directory (or reuse an empty one) and write campaign copy and metadata."""
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            (self.path / "acf").mkdir(exist_ok=True)
+            probe = self.path / ".write-test"
+            probe.write_text("ok")
+            probe.unlink()
+        except OSError as exc:
+            raise UserError(f"{self.path}: run directory is not writable ({exc.strerror})") from None
+        if (self.path / RESULTS).exists() and (self.path / RESULTS).stat().st_size > 0:
+            raise UserError(f"{self.path}: already holds a run; use 'paretotune resume {self.path}' or another --out")
+        (self.path / CAMPAIGN).write_text(campaign_text)
+        self.write_meta(meta)
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        tmp = self.path / (META + ".tmp")
+        tmp.write_text(json.dumps(meta, indent=2, sort_keys=True, default=str))
+        os.replace(tmp, self.path / META)
+
+    # -- reading --------------------------------------------------------------------------------------------
+    def meta(self) -> dict[str, Any]:
+        try:
+            return json.loads((self.path / META).read_text())
+        except FileNotFoundError:
+            raise UserError(f"{self.path}: not a paretotune run directory (no {META})") from None
+
+    def objective_columns(self) -> list[ObjectiveColumn]:
+        return [ObjectiveColumn(**c) for c in self.meta()["objective_columns"]]
+
+    def directions(self) -> dict[str, Direction]:
+        """Objective column -> 'min' | 'max', the form pareto/ functions take."""
+        return {c.column: c.direction for c in self.objective_columns()}
+
+    def campaign_text(self) -> str:
+        return (self.path / CAMPAIGN).read_text()
+
+    def acf_path(self, sha: str) -> Path:
+        return self.path / "acf" / f"{sha}.acf"
+
+    def results(self) -> pd.DataFrame:
+        return read_results(self.path)
+
+    def records(self) -> list[TrialRecord]:
+        cols = [c.column for c in self.objective_columns()]
+        return [TrialRecord.from_row(row, cols) for row in _read_rows(self.path / RESULTS)]
+
+    # -- appending ------------------------------------------------------------------------------------------
+    def append(self, record: TrialRecord) -> None:
+        """Append one record durably: a crash after this returns cannot lose it."""
+        line = json.dumps(record.to_row(), sort_keys=True, allow_nan=True) + "\n"
+        with open(self.path / RESULTS, "a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    """Parse results.jsonl, skipping a partial last line left by a crash mid-write."""
+    if not path.exists():
+        return []
+    rows = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:
+                break  # torn final write
+            raise UserError(f"{path}:{i + 1}: corrupt results line") from None
+    return rows
+
+
+def read_results(run: Path | str) -> pd.DataFrame:
+    """The run's results table: one row per evaluated candidate, one column per objective."""
+    rows = _read_rows(Path(run) / RESULTS)
+    return pd.DataFrame(rows)

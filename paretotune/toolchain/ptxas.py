@@ -1,0 +1,173 @@
+"""Find ptxas ≥ 13.3 (the first with ``--apply-controls``), and build PTX with it to read resource usage.
+
+Triton must use the same ptxas, so :func:`export_for_triton` sets ``TRITON_PTXAS_PATH`` and
+``TRITON_PTXAS_BLACKWELL_PATH`` before Triton is imported in any process that compiles.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from paretotune.errors import ToolchainError
+from paretotune.toolchain.arch import TargetArch
+
+MIN_VERSION = (13, 3)
+_VERSION_RE = re.compile(r"release (\d+)\.(\d+), V(\d+)\.(\d+)\.(\d+)")
+
+
+@dataclass(frozen=True)
+class Ptxas:
+    path: Path
+    version: str  # "13.3.73"
+
+    @property
+    def major_minor(self) -> str:
+        return ".".join(self.version.split(".")[:2])
+
+
+def _wheel_ptxas() -> Path | None:
+    """ptxas from the ``nvidia-cuda-nvcc`` wheel (``nvidia/cu13/bin/ptxas``), if installed."""
+    try:
+        import nvidia  # namespace package
+    except ImportError:
+        return None
+    for root in getattr(nvidia, "__path__", []):
+        candidate = Path(root) / "cu13" / "bin" / "ptxas"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def ptxas_version(path: Path) -> str:
+    """Parse ``ptxas --version``; raise ToolchainError if the binary cannot run."""
+    try:
+        out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ToolchainError(f"{path}: cannot run ptxas ({exc})") from None
+    match = _VERSION_RE.search(out)
+    if not match:
+        raise ToolchainError(f"{path}: not a ptxas binary (unexpected --version output)")
+    return ".".join(match.group(3, 4, 5))
+
+
+def find_ptxas() -> Ptxas:
+    """Locate ptxas ≥ 13.3: $PARETOTUNE_PTXAS, $TRITON_PTXAS_PATH, the nvidia-cuda-nvcc wheel, then $PATH."""
+    tried: list[str] = []
+    for source, value in (
+        ("PARETOTUNE_PTXAS", os.environ.get("PARETOTUNE_PTXAS")),
+        ("TRITON_PTXAS_PATH", os.environ.get("TRITON_PTXAS_PATH")),
+        ("nvidia-cuda-nvcc wheel", _wheel_ptxas()),
+        ("PATH", shutil.which("ptxas")),
+    ):
+        if not value:
+            continue
+        path = Path(value)
+        if source.isupper() and not path.is_file():
+            raise ToolchainError(f"${source}={value}: no such file")
+        version = ptxas_version(path)
+        if tuple(int(x) for x in version.split(".")[:2]) < MIN_VERSION:
+            if source.isupper():
+                raise ToolchainError(f"${source}={value}: ptxas {version} is too old; --apply-controls needs "
+                                     f">= 13.3 (pip install nvidia-cuda-nvcc==13.3.73)")
+            tried.append(f"{path} ({version}, too old)")
+            continue
+        return Ptxas(path=path.resolve(), version=version)
+    hint = f"; found only {', '.join(tried)}" if tried else ""
+    raise ToolchainError("ptxas >= 13.3 not found (set PARETOTUNE_PTXAS or pip install nvidia-cuda-nvcc==13.3.73)"
+                         + hint)
+
+
+def export_for_triton(ptxas: Ptxas) -> None:
+    """Point Triton at our ptxas; must run before ``import triton`` (Triton reads these once)."""
+    os.environ["TRITON_PTXAS_PATH"] = str(ptxas.path)
+    os.environ["TRITON_PTXAS_BLACKWELL_PATH"] = str(ptxas.path)
+
+
+@dataclass(frozen=True)
+class BuildStats:
+    """Resource usage of one kernel build, as ``ptxas -v`` reports it (plus Triton's launch metadata)."""
+
+    registers: int
+    spill_stores: int  # bytes
+    spill_loads: int  # bytes
+    stack_frame: int  # bytes
+    static_shared: int  # bytes, from ptxas ("N bytes smem")
+    dynamic_shared: int  # bytes Triton requests at launch
+    num_warps: int
+    compile_s: float
+
+    @property
+    def spill_bytes(self) -> int:
+        return self.spill_stores + self.spill_loads
+
+
+_USED_RE = re.compile(r"Used (\d+) registers")
+_SPILL_RE = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_SMEM_RE = re.compile(r"(\d+) bytes smem")
+
+
+def parse_ptxas_log(log: str, kernel_name: str | None = None) -> tuple[int, int, int, int, int]:
+    """(registers, spill stores, spill loads, stack frame, static smem) for one kernel of a ``ptxas -v`` log.
+
+    The log has a "Compiling entry function 'NAME'" block per kernel; with ``kernel_name`` we read that block.
+    """
+    blocks = re.split(r"ptxas info\s*: Compiling entry function ", log)
+    if kernel_name is not None:
+        blocks = [b for b in blocks if b.startswith(f"'{kernel_name}'")] or blocks
+    block = blocks[-1]
+    used, spill = _USED_RE.search(block), _SPILL_RE.search(block)
+    if not used or not spill:
+        raise ValueError(f"unexpected ptxas -v output: {log[-300:]!r}")
+    smem = _SMEM_RE.search(block)
+    return (int(used.group(1)), int(spill.group(2)), int(spill.group(3)), int(spill.group(1)),
+            int(smem.group(1)) if smem else 0)
+
+
+def ptxas_flags(target: TargetArch, acf: Path | None, *, enable_fp_fusion: bool = True) -> list[str]:
+    """The flags Triton passes to ptxas, so our build equals the one Triton launches."""
+    flags = ["-lineinfo"]
+    if not enable_fp_fusion:
+        flags.append("--fmad=false")
+    flags.append("-v")
+    if acf is not None:
+        flags += ["--apply-controls", str(acf)]
+    flags.append(f"--gpu-name={target.gpu_name}")
+    return flags
+
+
+def build_ptx(ptxas: Ptxas, ptx: str, target: TargetArch, acf: Path | None, *, kernel_name: str | None,
+              num_warps: int, dynamic_shared: int, timeout_s: float = 120.0,
+              enable_fp_fusion: bool = True) -> BuildStats:
+    """Assemble PTX with ptxas (optionally applying an ACF) and return its resource usage.
+
+    A ptxas failure or hang raises :class:`paretotune.errors.CandidateFailure` with the reason.
+    """
+    from paretotune.errors import CandidateFailure
+
+    with tempfile.TemporaryDirectory(prefix="paretotune-ptxas-") as tmp:
+        src, out = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
+        src.write_text(ptx)
+        cmd = [str(ptxas.path), *ptxas_flags(target, acf, enable_fp_fusion=enable_fp_fusion), str(src), "-o", str(out)]
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise CandidateFailure(f"ptxas timed out after {timeout_s:.0f} s") from None
+        except OSError as exc:
+            raise CandidateFailure(f"ptxas could not run: {exc}") from None
+        elapsed = time.perf_counter() - start
+        if proc.returncode != 0:
+            msg = (proc.stderr or proc.stdout).strip().splitlines()
+            raise CandidateFailure(f"ptxas exited {proc.returncode}: {msg[-1] if msg else 'no output'}")
+        try:
+            regs, st, ld, stack, smem = parse_ptxas_log(proc.stderr + proc.stdout, kernel_name)
+        except ValueError as exc:
+            raise CandidateFailure(f"ptxas output not understood: {exc}") from None
+    return BuildStats(registers=regs, spill_stores=st, spill_loads=ld, stack_frame=stack, static_shared=smem,
+                      dynamic_shared=dynamic_shared, num_warps=num_warps, compile_s=elapsed)
