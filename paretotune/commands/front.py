@@ -1,0 +1,213 @@
+"""Print a stored run's ranked Pareto front (and the all-shapes pick when the campaign has several shapes).
+
+The table lists front 0 in ranking order (crowding distance, extremes first). Each objective shows its value
+and its plain ratio to the baseline (``value / baseline``: 0.87x runtime is 13% faster, 1.5x occupancy is
+50% more). ``--json`` prints the same data as one JSON document; non-finite numbers (a front extreme's
+infinite crowding, a missing ratio) become null.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from paretotune.errors import UserError
+from paretotune.pareto import hypervolume, rank_fronts, select_all_shapes, shapes_of
+from paretotune.pareto.table import baseline_row
+from paretotune.store import ObjectiveColumn, RunDir
+
+MAX_EXCLUDED_LINES = 10
+
+
+@dataclass(frozen=True)
+class FrontReport:
+    """Everything the command shows, computed before any rendering."""
+
+    run_dir: Path
+    columns: list[ObjectiveColumn]
+    n_evaluated: int
+    front: pd.DataFrame
+    excluded: pd.DataFrame
+    baseline: pd.Series | None
+    hypervolume: float | None
+    all_shapes: pd.DataFrame | None  # None for a single-shape campaign or without a baseline
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", type=Path, help="a run directory written by 'paretotune run'")
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON instead of tables")
+
+
+def main(args: argparse.Namespace) -> int:
+    report = build_report(Path(args.run_dir))
+    print(render_json(report) if args.json else render_text(report))
+    return 0
+
+
+def build_report(path: Path) -> FrontReport:
+    run = _open(path)
+    try:
+        columns = run.objective_columns()
+    except (KeyError, TypeError) as exc:
+        raise UserError(f"{path}/run.json: bad or missing 'objective_columns' ({exc})") from None
+    if not columns:
+        raise UserError(f"{path}/run.json: 'objective_columns' is empty")
+    directions = {c.column: c.direction for c in columns}
+    results = run.results()
+    ranking = rank_fronts(results, directions)
+    baseline = baseline_row(results, directions)
+    several_shapes = len(shapes_of(columns)) > 1
+    return FrontReport(
+        run_dir=path,
+        columns=columns,
+        n_evaluated=len(results),
+        front=ranking.front(0),
+        excluded=ranking.excluded,
+        baseline=baseline,
+        hypervolume=None if baseline is None else hypervolume(results, directions),
+        all_shapes=select_all_shapes(results, columns) if several_shapes and baseline is not None else None,
+    )
+
+
+def _open(path: Path) -> RunDir:
+    if not path.exists():
+        raise UserError(f"{path}: no such run directory")
+    if not path.is_dir():
+        raise UserError(f"{path}: not a directory; give the run directory written by 'paretotune run'")
+    run = RunDir(path)
+    try:
+        run.meta()
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}/run.json: not valid JSON (line {exc.lineno})") from None
+    return run
+
+
+# -- JSON ---------------------------------------------------------------------------------------------------
+def render_json(report: FrontReport) -> str:
+    doc = {
+        "run_dir": str(report.run_dir),
+        "objectives": [asdict(c) for c in report.columns],
+        "n_evaluated": report.n_evaluated,
+        "baseline": None if report.baseline is None else {
+            "candidate_id": int(report.baseline["candidate_id"]),
+            "values": {c.column: _num(report.baseline[c.column]) for c in report.columns},
+        },
+        "hypervolume": _num(report.hypervolume),
+        "front": [
+            {"rank": i, "candidate_id": int(row["candidate_id"]), "acf": _acf(row.get("acf")),
+             "config": _config(row.get("config")), "is_baseline": bool(row.get("is_baseline", False)),
+             "crowding": _num(row["crowding"]),
+             "values": {c.column: {"value": _num(row[c.column]), "ratio": _num(_ratio(report, row, c))}
+                        for c in report.columns}}
+            for i, (_, row) in enumerate(report.front.iterrows(), start=1)
+        ],
+        "excluded": [{"candidate_id": int(row["candidate_id"]), "status": str(row.get("status", "")),
+                      "reason": row["reason"]} for _, row in report.excluded.iterrows()],
+        "all_shapes": None if report.all_shapes is None else [
+            {"rank": int(row["rank"]), "candidate_id": int(row["candidate_id"]), "acf": _acf(row["acf"]),
+             "config": _config(row["config"]), "geomean_speedup": _num(row["geomean_speedup"]),
+             "worst_speedup": _num(row["worst_speedup"]), "worst_shape": row["worst_shape"],
+             "speedups": {k.split("@", 1)[1]: _num(v) for k, v in row.items() if str(k).startswith("speedup@")}}
+            for _, row in report.all_shapes.iterrows()
+        ],
+    }
+    return json.dumps(doc, indent=2, allow_nan=False)
+
+
+def _num(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _config(text: Any) -> Any:
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _ratio(report: FrontReport, row: pd.Series, column: ObjectiveColumn) -> float:
+    if report.baseline is None:
+        return math.nan
+    base = float(report.baseline[column.column])
+    return float(row[column.column]) / base if base != 0 else math.nan
+
+
+# -- text ---------------------------------------------------------------------------------------------------
+def render_text(report: FrontReport) -> str:
+    lines = [f"run {report.run_dir}: {report.n_evaluated} evaluated, {len(report.excluded)} excluded, "
+             f"{len(report.front)} on the Pareto front"]
+    directions = ", ".join(f"{c.column} ({c.direction})" for c in report.columns)
+    lines.append(f"objectives: {directions}")
+    if report.baseline is None:
+        lines.append("baseline: none usable, so no ratios, hypervolume or all-shapes selection")
+    else:
+        lines.append(f"baseline: candidate {int(report.baseline['candidate_id'])}; "
+                     f"hypervolume over baseline (ratio space): {report.hypervolume:.4g}")
+    lines.append("")
+    if report.front.empty:
+        lines.append("no candidate evaluated successfully yet")
+    else:
+        headers = ["rank", "id", "acf"] + [c.column for c in report.columns] + ["config"]
+        rows = []
+        for i, (_, row) in enumerate(report.front.iterrows(), start=1):
+            cid = f"{int(row['candidate_id'])}" + (" (baseline)" if bool(row.get("is_baseline", False)) else "")
+            cells = [str(i), cid, _short(row.get("acf"))]
+            for c in report.columns:
+                ratio = _ratio(report, row, c)
+                cells.append(f"{float(row[c.column]):.4g}" + ("" if math.isnan(ratio) else f" ({ratio:.3f}x)"))
+            rows.append(cells + [_config_text(row.get("config"))])
+        lines.append(_table(headers, rows))
+    if report.all_shapes is not None:
+        objective = report.columns[0].objective
+        lines += ["", f"candidates that beat the baseline on every shape, by geomean {objective} speedup over "
+                      "shapes, then worst shape:"]
+        if report.all_shapes.empty:
+            lines.append("none")
+        else:
+            speed = [k for k in report.all_shapes.columns if str(k).startswith("speedup@")]
+            headers = ["rank", "id", "acf", "geomean", "worst"] + speed + ["config"]
+            rows = [[str(int(r["rank"])), str(int(r["candidate_id"])), _short(r["acf"]),
+                     f"{r['geomean_speedup']:.3f}x", f"{r['worst_speedup']:.3f}x ({r['worst_shape']})"]
+                    + [f"{r[k]:.3f}x" for k in speed] + [_config_text(r["config"])]
+                    for _, r in report.all_shapes.iterrows()]
+            lines.append(_table(headers, rows))
+    if not report.excluded.empty:
+        lines += ["", f"excluded from ranking ({len(report.excluded)}):"]
+        for _, row in report.excluded.head(MAX_EXCLUDED_LINES).iterrows():
+            lines.append(f"  candidate {int(row['candidate_id'])}: {row['reason']}")
+        if len(report.excluded) > MAX_EXCLUDED_LINES:
+            lines.append(f"  ... and {len(report.excluded) - MAX_EXCLUDED_LINES} more (see --json)")
+    return "\n".join(lines)
+
+
+def _acf(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _short(acf: Any) -> str:
+    return _acf(acf)[:12] or "-"
+
+
+def _config_text(text: Any) -> str:
+    config = _config(text)
+    if isinstance(config, dict):
+        return " ".join(f"{k}={v}" for k, v in config.items()) or "{}"
+    return "" if config is None else str(config)
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    out = [fmt.format(*headers), fmt.format(*("-" * w for w in widths))]
+    out += [fmt.format(*r).rstrip() for r in rows]
+    return "\n".join(line.rstrip() for line in out)

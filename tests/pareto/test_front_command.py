@@ -1,0 +1,108 @@
+"""`paretotune front RUN_DIR [--json]` on small run directories written through RunDir."""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from paretotune.commands import front
+from paretotune.errors import UserError
+
+from .conftest import write_run
+
+ACF = "ab" * 32
+
+
+def v(ra: float, oa: float, rb: float, ob: float) -> dict[str, float]:
+    return {"runtime@a": ra, "occupancy@a": oa, "runtime@b": rb, "occupancy@b": ob}
+
+
+ROWS = [
+    {"candidate_id": 0, "is_baseline": True, "config": {"BLOCK": 64}, "values": v(0.2, 0.5, 0.4, 0.5)},
+    {"candidate_id": 1, "config": {"BLOCK": 128}, "acf": ACF, "values": v(0.1, 0.6, 0.2, 0.6)},
+    {"candidate_id": 2, "config": {"BLOCK": 32}, "values": v(0.15, 0.75, 0.5, 0.75)},  # slower on b, more occupancy
+    {"candidate_id": 3, "config": {"BLOCK": 16}, "values": v(0.3, 0.25, 0.6, 0.25)},  # dominated
+    {"candidate_id": 4, "config": {"BLOCK": 256}, "status": "failed", "error": "ptxas: too many registers",
+     "values": {}},
+]
+
+
+def run_front(run_dir: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> str:
+    parser = argparse.ArgumentParser()
+    front.configure(parser)
+    assert front.main(parser.parse_args([str(run_dir), *extra])) == 0
+    return capsys.readouterr().out
+
+
+def test_json_report(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                     two_shape_columns: list[dict[str, str]]) -> None:
+    run_dir = write_run(tmp_path / "run", two_shape_columns, ROWS)
+    doc = json.loads(run_front(run_dir, capsys, "--json"))
+    assert doc["n_evaluated"] == 5
+    assert doc["baseline"]["candidate_id"] == 0
+    assert [r["candidate_id"] for r in doc["front"]] == [1, 2]
+    first = doc["front"][0]
+    assert first["acf"] == ACF and first["config"] == {"BLOCK": 128} and first["crowding"] is None  # inf -> null
+    assert first["values"]["runtime@a"] == {"value": 0.1, "ratio": pytest.approx(0.5)}
+    assert doc["excluded"] == [{"candidate_id": 4, "status": "failed",
+                                "reason": "status=failed: ptxas: too many registers"}]
+    assert [r["candidate_id"] for r in doc["all_shapes"]] == [1]
+    assert doc["all_shapes"][0]["speedups"] == {"a": pytest.approx(2.0), "b": pytest.approx(2.0)}
+    assert doc["hypervolume"] > 0
+
+
+def test_text_report(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                     two_shape_columns: list[dict[str, str]]) -> None:
+    run_dir = write_run(tmp_path / "run", two_shape_columns, ROWS)
+    out = run_front(run_dir, capsys)
+    assert "5 evaluated, 1 excluded, 2 on the Pareto front" in out
+    assert ACF[:12] in out and ACF[:13] not in out
+    assert "0.1 (0.500x)" in out and "BLOCK=128" in out
+    assert "every shape" in out and "2.000x (a)" in out
+    assert "candidate 4: status=failed: ptxas: too many registers" in out
+
+
+def test_single_shape_and_no_baseline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    columns = [{"column": "runtime", "direction": "min", "objective": "runtime", "shape": "default"}]
+    rows = [{"candidate_id": 0, "values": {"runtime": 0.3}}, {"candidate_id": 1, "values": {"runtime": 0.2}}]
+    run_dir = write_run(tmp_path / "run", columns, rows)
+    doc = json.loads(run_front(run_dir, capsys, "--json"))
+    assert doc["baseline"] is None and doc["hypervolume"] is None and doc["all_shapes"] is None
+    assert [r["candidate_id"] for r in doc["front"]] == [1]
+    assert doc["front"][0]["values"]["runtime"]["ratio"] is None
+    assert "baseline: none usable" in run_front(run_dir, capsys)
+
+
+def test_empty_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    columns = [{"column": "runtime", "direction": "min", "objective": "runtime", "shape": "default"}]
+    run_dir = write_run(tmp_path / "run", columns, [])
+    assert "no candidate evaluated successfully yet" in run_front(run_dir, capsys)
+    assert json.loads(run_front(run_dir, capsys, "--json"))["front"] == []
+
+
+def test_bad_run_dirs(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="no such run directory"):
+        front.build_report(tmp_path / "missing")
+    with pytest.raises(UserError, match="not a paretotune run directory"):
+        front.build_report(tmp_path)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UserError, match="not a directory"):
+        front.build_report(tmp_path / "file")
+    (tmp_path / "run.json").write_text("{")
+    with pytest.raises(UserError, match="not valid JSON"):
+        front.build_report(tmp_path)
+    (tmp_path / "run.json").write_text("{}")
+    with pytest.raises(UserError, match="objective_columns"):
+        front.build_report(tmp_path)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("paretotune.commands.run") is None,
+                    reason="cli.py imports every command; 'run' is not written yet")
+def test_cli_exit_code_for_bad_run_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from paretotune.cli import main
+
+    assert main(["front", str(tmp_path / "missing")]) == 2
+    assert capsys.readouterr().err.startswith("paretotune: error: ")
