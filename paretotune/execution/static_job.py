@@ -26,6 +26,7 @@ class WorkerContext:
     ptxas_path: str
     ptxas_version: str
     acf_dir: str
+    precompile: bool = False  # also compile with the ACF through Triton, filling its cache for the GPU worker
 
 
 _STATE: dict[str, Any] = {}
@@ -76,7 +77,12 @@ def evaluate_static(candidate: Candidate) -> TrialRecord:
                                   "spill_loads": build.spill_loads, "stack": build.stack_frame,
                                   "static_shared": build.static_shared, "dynamic_shared": build.dynamic_shared,
                                   "num_warps": build.num_warps}
+            if _STATE["ctx"].precompile and hasattr(_STATE["adapter"], "precompile"):
+                with contextlib.redirect_stdout(io.StringIO()):
+                    _STATE["adapter"].precompile(candidate.config, shape, acf, campaign.target)
             for obj in _STATE["objectives"]:
+                if obj.stage != "static":
+                    continue
                 values[obj.column(shape.label, campaign.multi_shape)] = obj.value(m)
     except CandidateFailure as exc:
         return _failed(candidate, str(exc), start)

@@ -36,6 +36,7 @@ class Prepared:
     atol: float
     rtol: float
     kernel_name: str
+    output: Any = None  # the output tensor, if the kernel writes into one: poisoned with NaN before the check
 
 
 class KernelAdapter(Protocol):

@@ -123,4 +123,13 @@ class TritonAdapter:
             return inputs[out_name]
 
         return Prepared(launch=launch_once, reference=lambda: self.spec.reference(inputs), atol=self.spec.atol,
-                        rtol=self.spec.rtol, kernel_name=fn.__name__)
+                        rtol=self.spec.rtol, kernel_name=fn.__name__,
+                        output=inputs[out_name])
+
+    def precompile(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, target: TargetArch) -> None:
+        """Compile with the ACF exactly as the launch will, so the GPU worker finds it in Triton's disk cache."""
+        launch, _ = _split_config(config)
+        if acf is not None:
+            launch["ptx_options"] = f"--apply-controls {acf}"
+        inputs = self.spec.inputs(shape.params, "meta", 0)
+        compile_like_jit(self.spec.fn, self._ordered_args(inputs, shape, config), launch, target)

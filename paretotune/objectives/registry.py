@@ -1,7 +1,7 @@
 """Objective names usable in a campaign. A new objective is one module plus one line here."""
 from __future__ import annotations
 
-from paretotune.objectives import static
+from paretotune.objectives import ncu_objectives, runtime, static
 from paretotune.objectives.base import Objective
 
 OBJECTIVES: dict[str, type[Objective]] = {
@@ -10,6 +10,11 @@ OBJECTIVES: dict[str, type[Objective]] = {
     "shared_memory": static.SharedMemory,
     "theoretical_occupancy": static.TheoreticalOccupancy,
     "compile_time": static.CompileTime,
+    "runtime": runtime.Runtime,
+    "speedup": runtime.Speedup,
+    "occupancy": ncu_objectives.Occupancy,
+    "l1tex_throughput": ncu_objectives.L1texThroughput,
+    "ncu_metric": ncu_objectives.NcuMetric,
 }
 
 

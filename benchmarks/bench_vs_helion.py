@@ -1,0 +1,119 @@
+"""Per-candidate wall time: a paretotune runtime campaign vs Helion's autotuner over the same ACF files.
+
+1. paretotune: a runtime-only campaign on the bundled Helion softmax (joint config × ACF search with
+   CompileIQ); the steady-state rate is timed from the first search record to the last.
+2. Helion 1.5: ``autotune_search_acf=[the ACFs paretotune generated]``, effort ``quick``, benchmarking in
+   process (the default subprocess mode found no working config on the H200 image, see
+   ../shared/reference/helion-triton.md); configs tested are counted from Helion's autotune CSV log.
+Run on a GPU: ``python benchmarks/bench_vs_helion.py --out results.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def paretotune_side(workdir: Path, m: int, n: int, generations: int, pool: int) -> dict:
+    from paretotune.campaign.load import load_campaign
+    from paretotune.campaign.loop import run_campaign, start_run
+    from paretotune.toolchain.ptxas import find_ptxas
+
+    cfg = workdir / "campaign.yaml"
+    cfg.write_text(textwrap.dedent(f"""
+        name: bench-helion-softmax
+        kernel: {{source: "paretotune.kernels.bundled.helion_softmax:helion_softmax"}}
+        shapes: [{{name: s, M: {m}, N: {n}, dtype: float16}}]
+        objectives: [runtime]
+        search: {{engine: compileiq, generations: {generations}, pool_size: {pool}}}
+        evaluation: {{workers: 8, warmup_ms: 10, rep_ms: 40}}
+    """))
+    ptxas = find_ptxas()
+    campaign = load_campaign(cfg)
+    run = start_run(campaign, workdir / "run", ptxas, 0)
+    stamps: list[float] = []
+    start = time.perf_counter()
+    records = run_campaign(campaign, run, ptxas, on_record=lambda r: stamps.append(time.perf_counter()))
+    total = time.perf_counter() - start
+    search = len(records) - 1
+    steady = (stamps[-1] - stamps[1]) / max(1, search - 1) if search > 1 else float("nan")
+    ok = [r for r in records if r.status == "ok"]
+    base = next(r for r in records if r.is_baseline)
+    best = min((r for r in ok if not r.is_baseline), key=lambda r: r.values["runtime"], default=None)
+    return {"candidates": len(records), "failed": len(records) - len(ok), "wall_s": total,
+            "s_per_candidate_total": total / len(records), "s_per_candidate_steady": steady,
+            "baseline_ms": base.values.get("runtime"), "best_ms": best.values["runtime"] if best else None,
+            "best_config": best.config if best else None, "acf_dir": str(run.path / "acf")}
+
+
+def helion_side(workdir: Path, acfs: list[str], m: int, n: int, budget_s: int) -> dict:
+    import helion
+    import torch
+
+    from paretotune.kernels.bundled.helion_softmax import softmax
+
+    log = workdir / "helion_autotune"
+    kern = helion.kernel(softmax.fn, static_shapes=True, autotune_search_acf=acfs, autotune_effort="quick",
+                         autotune_benchmark_subprocess=False, autotune_precompile=None, autotune_log=str(log),
+                         autotune_budget_seconds=budget_s)
+    x = torch.randn(m, n, dtype=torch.float16, device="cuda")
+    start = time.perf_counter()
+    error = None
+    try:
+        kern(x)
+        torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001 - recorded
+        error = f"{type(exc).__name__}: {exc}"[:500]
+    wall = time.perf_counter() - start
+    rows = []
+    if log.with_suffix(".csv").exists():
+        with open(log.with_suffix(".csv")) as fh:
+            rows = list(csv.DictReader(fh))
+    return {"configs_tested": len(rows), "wall_s": wall, "s_per_config": wall / len(rows) if rows else None,
+            "error": error, "acf_files": len(acfs), "csv_columns": list(rows[0]) if rows else []}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--m", type=int, default=4096)
+    parser.add_argument("--n", type=int, default=8192)
+    parser.add_argument("--generations", type=int, default=3)
+    parser.add_argument("--pool", type=int, default=10)
+    parser.add_argument("--acfs", type=int, default=8)
+    parser.add_argument("--helion-budget-s", type=int, default=90)
+    args = parser.parse_args()
+    import torch
+
+    work = Path(tempfile.mkdtemp(prefix="bench-helion-"))
+    ours = paretotune_side(work, args.m, args.n, args.generations, args.pool)
+    acfs = sorted(str(p) for p in Path(ours["acf_dir"]).glob("*.acf"))[: args.acfs]
+    theirs = helion_side(work, acfs, args.m, args.n, args.helion_budget_s)
+    rate = (theirs["s_per_config"] / ours["s_per_candidate_steady"]) if theirs["s_per_config"] else None
+    result = {
+        "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "gpu": torch.cuda.get_device_name(0), "shape": [args.m, args.n],
+        "versions": {"python": platform.python_version(), "torch": torch.__version__,
+                     "triton": __import__("triton").__version__,
+                     "helion": __import__("importlib.metadata").metadata.version("helion"),
+                     "ptxas": subprocess.run([os.environ.get("TRITON_PTXAS_PATH", "ptxas"), "--version"],
+                                             capture_output=True, text=True).stdout.strip().splitlines()[-1]},
+        "paretotune": ours, "helion": theirs, "paretotune_rate_vs_helion": rate,
+    }
+    args.out.write_text(json.dumps(result, indent=1, default=str))
+    print(json.dumps(result, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""GPU evaluation: CPU workers build (ptxas stats, warm Triton's cache) while one GPU process measures.
+
+Flow per batch: every candidate goes to the CPU pool (static objectives, and the ACF compile that fills the
+Triton cache); as each comes back ok it is sent to the GPU worker for correctness + timing; ncu objectives
+are measured last, in one Nsight Compute process for the whole batch. The GPU worker is restarted after a
+CUDA error, a crash or a timeout; the failure is stored and the campaign goes on.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from paretotune.campaign.load import Campaign
+from paretotune.execution.gpu_worker import GpuJob, serve
+from paretotune.execution.pool import WorkerPool
+from paretotune.execution.static_job import WorkerContext, evaluate_static, init_worker
+from paretotune.objectives.base import Objective, ShapeMeasurement
+from paretotune.records import Candidate, TrialRecord
+from paretotune.store.run_dir import RunDir
+from paretotune.toolchain.ptxas import Ptxas
+
+READY_TIMEOUT_S = 180.0
+
+
+class GpuWorker:
+    """Parent-side handle of the measurement process: send a job, wait with a timeout, restart on trouble."""
+
+    def __init__(self, campaign: Campaign, ptxas: Ptxas, timeout_s: float) -> None:
+        self._args = (str(campaign.path), campaign.text, str(ptxas.path), ptxas.version)
+        self.timeout_s = timeout_s
+        self._proc: Any = None
+        self._conn: Any = None
+        self.restarts = 0
+
+    def _start(self) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        parent, child = ctx.Pipe()
+        self._proc = ctx.Process(target=serve, args=(child, *self._args), daemon=True)
+        self._proc.start()
+        self._conn = parent
+        if not parent.poll(READY_TIMEOUT_S):
+            self.stop()
+            raise RuntimeError("GPU worker did not start")
+        status, _ = parent.recv()
+        assert status == "ready"
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            try:
+                self._conn.send(None)
+                self._proc.join(5)
+            except (OSError, BrokenPipeError):
+                pass
+            if self._proc.is_alive():
+                self._proc.kill()
+                self._proc.join()
+        self._proc = self._conn = None
+
+    def _restart(self) -> None:
+        if self._proc is not None and self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join()
+        self._proc = self._conn = None
+        self.restarts += 1
+
+    def run(self, job: GpuJob, n_shapes: int) -> tuple[str, Any]:
+        """('ok', per-shape dict) | ('failed', reason). Never raises for a candidate's fault."""
+        if self._proc is None or not self._proc.is_alive():
+            self._start()
+        try:
+            self._conn.send(job)
+            if not self._conn.poll(self.timeout_s * n_shapes):
+                self._restart()
+                return "failed", f"GPU measurement timed out after {self.timeout_s * n_shapes:.0f} s"
+            status, payload = self._conn.recv()
+        except (EOFError, OSError, BrokenPipeError):
+            code = self._proc.exitcode if self._proc is not None else None
+            self._restart()
+            return "failed", f"GPU worker died (exit code {code})"
+        if status == "error":
+            if payload["fatal"]:
+                self._restart()
+            return "failed", payload["error"]
+        if "failed" in payload:
+            return "failed", payload["failed"]
+        return "ok", payload
+
+
+class GpuEvaluator:
+    """Evaluator for campaigns with runtime and/or ncu objectives (static ones are measured too)."""
+
+    def __init__(self, campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Sequence[Objective]) -> None:
+        self.campaign, self.run, self.objectives = campaign, run, list(objectives)
+        ev = campaign.spec.evaluation
+        ctx = WorkerContext(campaign_path=str(campaign.path), campaign_text=campaign.text,
+                            ptxas_path=str(ptxas.path), ptxas_version=ptxas.version, acf_dir=str(run.path / "acf"),
+                            precompile=True)
+        self.pool = WorkerPool(evaluate_static, init_worker, (ctx,), ev.workers,
+                               ev.compile_timeout_s * len(campaign.shapes) + 30.0)
+        self.gpu = GpuWorker(campaign, ptxas, ev.measure_timeout_s)
+
+    def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
+        by_id = {c.candidate_id: c for c in candidates}
+        out: list[TrialRecord] = []
+        measured: list[tuple[TrialRecord, dict[str, Any]]] = []
+        for rec in self.pool.run(candidates):  # static results arrive while the GPU measures earlier ones
+            if rec.status != "ok":
+                out.append(rec)
+                continue
+            cand = by_id[rec.candidate_id]
+            acf = str(self.run.acf_path(cand.acf)) if cand.acf else None
+            start = time.perf_counter()
+            status, payload = self.gpu.run(GpuJob(cand.candidate_id, cand.config, acf,
+                                                  self.campaign.spec.seed * 100003 + cand.candidate_id),
+                                           len(self.campaign.shapes))
+            elapsed = time.perf_counter() - start
+            if status != "ok":
+                out.append(replace(rec, status="failed", error=payload, measure_s=elapsed))
+                continue
+            measured.append((replace(rec, measure_s=elapsed), payload))
+        ncu = self._ncu([r for r, _ in measured])
+        for rec, per_shape in measured:
+            out.append(self._finish(rec, per_shape, ncu.get(rec.candidate_id, {})))
+        return out
+
+    def _ncu(self, records: list[TrialRecord]) -> dict[int, dict[str, dict[str, float]]]:
+        metrics = sorted({m for o in self.objectives for m in o.required_ncu_metrics})
+        if not metrics or not records:
+            return {}
+        from paretotune.execution.ncu_batch import measure_batch
+
+        return measure_batch(self.campaign, self.run, records, metrics)
+
+    def _finish(self, rec: TrialRecord, per_shape: dict[str, Any], ncu: dict[str, dict[str, float]]) -> TrialRecord:
+        values = dict(rec.values)
+        extra = dict(rec.extra)
+        try:
+            for shape in self.campaign.shapes:
+                r = per_shape[shape.label]
+                m = ShapeMeasurement(shape=shape.label, target=self.campaign.target, build=None,
+                                     runtime_ms=r["runtime_ms"], runtime_samples_ms=tuple(r["samples_ms"]),
+                                     baseline_runtime_ms=r["baseline_ms"], ncu=ncu.get(shape.label, {}))
+                extra.setdefault(shape.label, {}).update(runtime_ms=r["runtime_ms"], baseline_ms=r["baseline_ms"],
+                                                         ratio_to_baseline=r["runtime_ms"] / r["baseline_ms"],
+                                                         n_samples=r["n_samples"], ncu=ncu.get(shape.label, {}))
+                for obj in self.objectives:
+                    if obj.stage != "static":
+                        values[obj.column(shape.label, self.campaign.multi_shape)] = obj.value(m)
+        except (KeyError, ValueError) as exc:
+            return replace(rec, status="failed", error=f"measurement incomplete: {exc}", values=values, extra=extra)
+        return replace(rec, values=values, extra=extra)
+
+    def close(self) -> None:
+        self.pool.close()
+        self.gpu.stop()

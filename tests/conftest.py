@@ -1,0 +1,31 @@
+"""Shared test setup: the offline CompileIQ search space, and skipping GPU tests where there is no GPU."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_SHARED_SPACES = ROOT.parent / "shared" / "compileiq"
+if "CIQ_SEARCH_SPACES_DIR" not in os.environ and _SHARED_SPACES.is_dir():
+    os.environ["CIQ_SEARCH_SPACES_DIR"] = str(_SHARED_SPACES)
+os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+
+
+def _has_gpu() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:  # noqa: BLE001 - no torch, no GPU
+        return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _has_gpu():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
