@@ -1,0 +1,90 @@
+"""On a GPU: every bundled kernel runs through ``prepare()`` with and without an ACF and matches its reference,
+and what runs is what the static path measured (same PTX, same register count with the same ACF).
+
+Skipped without CUDA (see conftest). Needs ptxas 13.3 (exported for Triton by conftest) and, for the ACF
+cases, ``CIQ_SEARCH_SPACES_DIR``. A sampled ACF *can* miscompile a kernel (helion's own warning); a wrong
+result with an ACF is reported as such rather than hidden.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kernel_cases import BUNDLED, Bundled
+
+from paretotune.kernels.helion import HelionAdapter
+from paretotune.toolchain.arch import TARGETS
+from paretotune.toolchain.ptxas import Ptxas, build_ptx
+
+pytestmark = pytest.mark.gpu
+IDS = [b.name for b in BUNDLED]
+DEVICE = "cuda"
+
+
+def _jit_function(kernel: Bundled, adapter: Any, acf: Path | None) -> Any:
+    """The ``JITFunction`` ``prepare()`` launched (Helion: the one in the generated module for this config)."""
+    if not isinstance(adapter, HelionAdapter):
+        return kernel.spec().fn
+    spec = kernel.spec()
+    shape = kernel.shape_record()
+    args = tuple(spec.args(spec.inputs(shape.params, DEVICE, 0), shape.params))
+    host = adapter.kernel.bind(args).compile_config(adapter.helion_config(adapter.default_config(), acf),
+                                                    allow_print=False)
+    return host.__globals__[adapter.kernel_name]
+
+
+def _launched(jit_fn: Any, acf: Path | None) -> Any:
+    """The ``CompiledKernel`` in the JIT's caches built with ``acf`` (or with no ptxas options)."""
+    found = []
+    for entry in jit_fn.device_caches.values():  # (kernel_cache, ...) per device, in Triton 3.6 and 3.9
+        for compiled in entry[0].values():
+            options = getattr(compiled.metadata, "ptx_options", None) or ""
+            if (acf is None and not options) or (acf is not None and options.endswith(acf.name)):
+                found.append(compiled)
+    assert found, f"no compiled kernel with ptx_options for {acf} in the JIT caches"
+    return found[-1]
+
+
+@pytest.mark.parametrize("with_acf", [False, True], ids=["no_acf", "acf"])
+@pytest.mark.parametrize("kernel", BUNDLED, ids=IDS)
+def test_prepare_runs_and_matches_the_static_build(kernel: Bundled, with_acf: bool, ptxas: Ptxas,
+                                                   request: pytest.FixtureRequest) -> None:
+    import torch
+
+    acf = request.getfixturevalue("sampled_acfs")[0] if with_acf else None
+    adapter = kernel.adapter()
+    config, shape = adapter.default_config(), kernel.shape_record()
+
+    prepared = adapter.prepare(config, shape, acf, DEVICE, seed=0)
+    out = prepared.launch()
+    torch.cuda.synchronize()
+    expected = prepared.reference()
+    assert isinstance(out, torch.Tensor) and out.is_cuda and out.shape == expected.shape
+    assert torch.isfinite(out.float()).all()
+    what = f"with ACF {acf.name}" if acf else "without ACF"
+    torch.testing.assert_close(out, expected, atol=prepared.atol, rtol=prepared.rtol,
+                               msg=lambda m: f"{kernel.name} {what} differs from the reference: {m}")
+    assert prepared.launch() is not None  # launches again (timing loops call it many times)
+    torch.cuda.synchronize()
+
+    compiled = _launched(_jit_function(kernel, adapter, acf), acf)
+    assert compiled.name == prepared.kernel_name
+    static = adapter.compile_ptx(config, shape, TARGETS["sm_90"])
+    assert compiled.asm["ptx"] == static.ptx, "the GPU build's PTX differs from the CPU (meta) compile"
+    stats = build_ptx(ptxas, static.ptx, TARGETS["sm_90"], acf, kernel_name=static.kernel_name,
+                      num_warps=static.num_warps, dynamic_shared=static.dynamic_shared)
+    assert compiled.n_regs == stats.registers
+    assert int(compiled.metadata.shared) == static.dynamic_shared
+
+
+@pytest.mark.parametrize("kernel", [b for b in BUNDLED if "helion" in b.name], ids=lambda b: b.name)
+def test_helion_meta_codegen_equals_cuda_codegen(kernel: Bundled) -> None:
+    """The static path generates code from meta tensors; the GPU path from CUDA tensors. They must agree."""
+    adapter = kernel.adapter()
+    spec, shape = kernel.spec(), kernel.shape_record()
+    args = tuple(spec.args(spec.inputs(shape.params, DEVICE, 0), shape.params))
+    for config in (adapter.default_config(), {**adapter.default_config(), "pid_type": "persistent_interleaved",
+                                              "block_sizes": [2], "reduction_loops": [512]}):
+        on_gpu = adapter.kernel.bind(args).to_triton_code(adapter.helion_config(config))
+        assert adapter.triton_source(config, shape) == on_gpu, f"meta and cuda codegen differ for {config}"
