@@ -1,22 +1,38 @@
-"""Read a campaign file, validate every field, resolve names; errors become one-line UserErrors."""
+"""Read a campaign file, validate every field, resolve names; errors become one-line UserErrors.
+
+Validation runs in three steps, each before anything expensive:
+
+1. :func:`load_campaign`: the YAML (``yaml.safe_load``; duplicate keys are errors) through the pydantic
+   schema, then the checks that need the campaign's folder (ACF files) or several fields at once (the
+   engine's minimum pool size for the number of objective columns).
+2. :func:`check_toolchain`: the ptxas found against the ACFs the campaign would apply.
+3. :func:`make_adapter` / :func:`make_objectives`: the kernel import, its knobs and shapes, and the objective
+   parameters. ``start_run`` calls both before it creates the run directory, so a typo never costs a compile.
+
+Every message starts with the file and the field path: ``x.yaml: objectives[2].name: unknown objective ...``.
+"""
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import sys
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from paretotune.campaign.schema import CampaignSpec
-from paretotune.errors import UserError
+from paretotune.errors import ToolchainError, UserError
 from paretotune.kernels.base import KernelAdapter, validate_config
 from paretotune.objectives.base import Objective
 from paretotune.records import Shape
 from paretotune.toolchain.arch import TARGETS, TargetArch
+
+SCALAR = (int, float, str, bool)
 
 
 @dataclass(frozen=True)
@@ -33,12 +49,43 @@ class Campaign:
     def multi_shape(self) -> bool:
         return len(self.shapes) > 1
 
+    @property
+    def n_columns(self) -> int:
+        """Objective columns (one per objective per shape): the engine's number of objectives."""
+        return len(self.spec.objectives) * len(self.shapes)
+
+    def with_seed(self, seed: int) -> Campaign:
+        return Campaign(spec=self.spec.model_copy(update={"seed": seed}), path=self.path, text=self.text,
+                        shapes=self.shapes, target=self.target)
+
 
 def _loc(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
+
+
+def _duplicate_key(text: str) -> tuple[int, str, str] | None:
+    """(line, mapping path, key) of the first key given twice; safe_load would silently keep the last."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None  # safe_load reports it
+    stack: list[tuple[Any, str]] = [(root, "")]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for key, value in node.value:
+                name = str(key.value)
+                if name in seen:
+                    return key.start_mark.line + 1, where, name
+                seen.add(name)
+                stack.append((value, f"{where}.{name}" if where else name))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, f"{where}[{i}]") for i, item in enumerate(node.value))
+    return None
 
 
 def parse_text(text: str, where: str) -> CampaignSpec:
@@ -49,19 +96,45 @@ def parse_text(text: str, where: str) -> CampaignSpec:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         raise UserError(f"{where}{line}: not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
+    if data is None:
+        raise UserError(f"{where}: the campaign file is empty")
     if not isinstance(data, dict):
         raise UserError(f"{where}: a campaign must be a YAML mapping (got {type(data).__name__})")
+    dup = _duplicate_key(text)
+    if dup is not None:
+        at, parent, key = dup
+        raise UserError(f"{where}:{at}: {f'{parent}.' if parent else ''}{key}: duplicate key")
     try:
         return CampaignSpec.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = _loc(err["loc"]) or "<top>"
+        # a misspelt key also makes the right one "missing": report the misspelling first
+        errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+        err = errors[0]
+        field = _loc(err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            msg = "unknown field"
+            msg = "unknown field" + _did_you_mean(err["loc"])
         elif err["type"] == "missing":
             msg = "required field is missing"
-        raise UserError(f"{where}: {field}: {msg}") from None
+        more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+        raise UserError(f"{where}: {f'{field}: ' if field else ''}{msg}{more}") from None
+
+
+def _did_you_mean(loc: tuple[Any, ...]) -> str:
+    """`` (did you mean 'x'?)`` for an unknown key close to a field of the model it was given in."""
+    model: Any = CampaignSpec
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        info = getattr(model, "model_fields", {}).get(part)
+        if info is None:
+            return ""
+        candidates = [info.annotation, *typing.get_args(info.annotation)]
+        model = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        if model is None:
+            return ""
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def import_object(source: str, base_dir: Path, where: str) -> Any:
@@ -76,12 +149,18 @@ def import_object(source: str, base_dir: Path, where: str) -> Any:
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:  # noqa: BLE001 - any error in user code is a bad kernel file
+            del sys.modules[name]
+            raise UserError(f"{where}: cannot import {path} ({type(exc).__name__}: {exc})") from None
     else:
         try:
             module = importlib.import_module(target)
         except ImportError as exc:
             raise UserError(f"{where}: cannot import module '{target}' ({exc})") from None
+        except Exception as exc:  # noqa: BLE001 - the module exists but fails to import
+            raise UserError(f"{where}: importing module '{target}' failed ({type(exc).__name__}: {exc})") from None
     try:
         return getattr(module, attr)
     except AttributeError:
@@ -96,12 +175,38 @@ def make_adapter(campaign: Campaign) -> KernelAdapter:
     obj = import_object(campaign.spec.kernel.source, campaign.path.parent, where)
     adapter = adapter_for(obj, campaign.spec.kernel.source.rpartition(":")[2], where)
     override = campaign.spec.kernel
+    if override.space:
+        known = adapter.space()
+        for key in override.space:
+            if key not in known:
+                raise UserError(f"{campaign.path}: kernel.space.{key}: unknown kernel knob '{key}' "
+                                f"(known: {', '.join(known)})")
     if override.space or override.default:
         from paretotune.kernels.overrides import OverriddenAdapter
 
         adapter = OverriddenAdapter(adapter, space=override.space, default=override.default)
     validate_config(adapter.space(), adapter.default_config(), f"{campaign.path}: kernel.default")
+    _check_shapes(campaign, adapter)
     return adapter
+
+
+def _check_shapes(campaign: Campaign, adapter: KernelAdapter) -> None:
+    """Make each shape's inputs on the meta device (no memory, no GPU): a missing size fails here, not per candidate."""
+    from paretotune.kernels.triton import TritonAdapter
+
+    inner = getattr(adapter, "inner", adapter)
+    if not isinstance(inner, TritonAdapter):
+        return
+    config = adapter.default_config()
+    for i, shape in enumerate(campaign.shapes):
+        try:
+            inputs = inner.spec.inputs(shape.params, "meta", 0)
+            inner.spec.args(inputs, shape.params, config)
+            inner.spec.grid(shape.params, config)
+        except Exception as exc:  # noqa: BLE001 - whatever the kernel's factories raise means a bad shape
+            what = f"missing parameter {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
+            raise UserError(f"{campaign.path}: shapes[{i}]: kernel '{adapter.name}' cannot make inputs for "
+                            f"{shape.params} ({what})") from None
 
 
 def make_objectives(campaign: Campaign) -> list[Objective]:
@@ -116,28 +221,82 @@ def make_objectives(campaign: Campaign) -> list[Objective]:
         try:
             out.append(cls(**spec.params()))
         except (TypeError, ValueError) as exc:
-            raise UserError(f"{where}: {exc}") from None
-    names = [o.name if not o.required_ncu_metrics else f"{o.name}:{o.required_ncu_metrics}" for o in out]
-    if len(set(names)) != len(names):
-        raise UserError(f"{campaign.path}: objectives: listed twice")
+            named = [p for p in spec.params() if f"'{p}'" in str(exc) or f"{p} " in str(exc)]
+            raise UserError(f"{where}{f'.{named[0]}' if named else ''}: {exc}") from None
+    seen: dict[str, int] = {}
+    for i, obj in enumerate(out):
+        if obj.label in seen:
+            raise UserError(f"{campaign.path}: objectives[{i}]: '{obj.label}' is listed twice "
+                            f"(also objectives[{seen[obj.label]}])")
+        seen[obj.label] = i
     return out
 
 
 def load_campaign(path: Path | str) -> Campaign:
-    """Read and validate a campaign file (structure only; kernels and objectives resolve on use)."""
+    """Read and validate a campaign file (structure; kernels and objectives resolve in make_adapter/-objectives)."""
     path = Path(path)
     try:
         text = path.read_text()
     except FileNotFoundError:
         raise UserError(f"{path}: no such campaign file") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a directory, not a campaign file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
     return campaign_from_text(text, path)
 
 
 def campaign_from_text(text: str, path: Path) -> Campaign:
     spec = parse_text(text, str(path))
-    if spec.target not in TARGETS:
-        raise UserError(f"{path}: target: unknown target '{spec.target}' (known: {', '.join(TARGETS)})")
+    for i, shape in enumerate(spec.shapes):
+        if not shape.params():
+            raise UserError(f"{path}: shapes[{i}]: no sizes given (e.g. {{name: wide, M: 4096, N: 16384}})")
+        for key, value in shape.params().items():
+            if not isinstance(value, SCALAR):
+                raise UserError(f"{path}: shapes[{i}].{key}: must be a number or a string (got {type(value).__name__})")
+    if spec.acf.files is not None:
+        for i, name in enumerate(spec.acf.files):
+            if not (path.parent / name).is_file():
+                raise UserError(f"{path}: acf.files[{i}]: no such ACF file: {(path.parent / name).resolve()}")
+    if spec.acf.pack is not None and not (path.parent / spec.acf.pack).is_file():
+        raise UserError(f"{path}: acf.pack: no such file: {(path.parent / spec.acf.pack).resolve()}")
     shapes = tuple(Shape(label=s.label(), params=s.params()) for s in spec.shapes)
-    return Campaign(spec=spec, path=path.resolve(), text=text, shapes=shapes, target=TARGETS[spec.target])
+    campaign = Campaign(spec=spec, path=path.resolve(), text=text, shapes=shapes, target=TARGETS[spec.target])
+    if spec.search.engine == "compileiq":
+        from paretotune.search.compileiq_engine import min_pool_size
+
+        need = min_pool_size(campaign.n_columns)
+        if spec.search.pool_size < need:
+            raise UserError(f"{path}: search.pool_size: {spec.search.pool_size} is too small for "
+                            f"{campaign.n_columns} objective column(s) with the compileiq engine (need at least {need})")
+    return campaign
+
+
+def check_toolchain(campaign: Campaign, ptxas: Any) -> None:
+    """Refuse ACFs the ptxas found would reject: another release's search space, or files whose version record
+    (``<name>.json`` next to ``<name>.acf``, as the run directory keeps them) names another ptxas or target."""
+    acf = campaign.spec.acf
+    have = ptxas.major_minor
+    if acf.kind == "generated" and acf.ptxas_version != have:
+        raise ToolchainError(f"{campaign.path}: acf.search_space: {acf.search_space} ACFs need ptxas "
+                             f"{acf.ptxas_version}, but {ptxas.path} is {ptxas.version}")
+    for i, name in enumerate(acf.files or []):
+        check_acf_file(campaign.path.parent / name, have, campaign.target.name, f"{campaign.path}: acf.files[{i}]")
+
+
+def check_acf_file(path: Path, ptxas_version: str, target: str, where: str) -> None:
+    """An ACF with a version record is usable only with the ptxas major.minor and target it names.
+
+    ACFs are encrypted, so the record is the only way to tell; an ACF without one is accepted (ptxas rejects
+    a wrong one at build time, and that candidate is recorded as failed).
+    """
+    from paretotune.toolchain.acf import AcfStore
+
+    if not path.with_suffix(".json").is_file():
+        return
+    try:
+        AcfStore(path.parent).check_compatible(path.stem, ptxas_version, target)
+    except ToolchainError as exc:
+        raise ToolchainError(f"{where}: {exc}") from None
+    except (OSError, ValueError, TypeError) as exc:
+        raise ToolchainError(f"{where}: {path.with_suffix('.json')}: unreadable version record ({exc})") from None

@@ -1,13 +1,27 @@
-"""The campaign file as typed, validated models. Unknown keys are errors (a typo must not pass silently)."""
+"""The campaign file as typed, validated models. Unknown keys are errors (a typo must not pass silently).
+
+Every check that needs only the file itself lives here, so ``paretotune run`` rejects a bad field before it
+imports a kernel or starts a compile: names are checked against the registries (objectives, engines, targets,
+ACF search spaces), counts are strict integers (``workers: "2"`` is a mistake, not a 2), ranges are bounded.
+Checks that need more (the kernel's knobs, the ptxas found, files next to the campaign) are in ``load.py``.
+Each validator's message is written to follow the field path the loader prints, e.g.
+``objectives[2].name: unknown objective 'foo' (known: ...)``.
+"""
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationInfo, field_validator, model_validator
+
+SEARCH_SPACES = ("ptxas-13.3", "none")  # CompileIQ PTXAS control spaces we can sample ACFs from
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _known(names: list[str] | tuple[str, ...]) -> str:
+    return ", ".join(sorted(names))
 
 
 class KernelSpec(_Strict):
@@ -20,8 +34,9 @@ class KernelSpec(_Strict):
     @field_validator("source")
     @classmethod
     def _has_attr(cls, v: str) -> str:
-        if ":" not in v:
-            raise ValueError("must be 'module:attr' or 'path/to/file.py:attr'")
+        target, _, attr = v.rpartition(":")
+        if not target or not attr:
+            raise ValueError(f"{v!r} must be 'module:attr' or 'path/to/file.py:attr'")
         return v
 
     @field_validator("space")
@@ -30,6 +45,8 @@ class KernelSpec(_Strict):
         for key, values in (v or {}).items():
             if not values:
                 raise ValueError(f"knob '{key}' has no values")
+            if len({repr(x) for x in values}) != len(values):
+                raise ValueError(f"knob '{key}' lists a value twice")
         return v
 
 
@@ -37,7 +54,7 @@ class ShapeSpec(BaseModel):
     """One input shape; every key but ``name`` goes to the kernel's input factory (e.g. M, N, dtype)."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
-    name: str | None = None
+    name: str | None = Field(default=None, min_length=1)
 
     def params(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
@@ -54,6 +71,15 @@ class ObjectiveSpec(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
     name: str
 
+    @field_validator("name")
+    @classmethod
+    def _registered(cls, v: str) -> str:
+        from paretotune.objectives.registry import OBJECTIVES
+
+        if v not in OBJECTIVES:
+            raise ValueError(f"unknown objective '{v}' (known: {_known(list(OBJECTIVES))})")
+        return v
+
     def params(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
 
@@ -62,17 +88,22 @@ class AcfSpec(_Strict):
     """Where ACFs come from: a CompileIQ search space, a finite list / zip pack, or none."""
 
     search_space: str | None = "ptxas-13.3"
-    files: list[str] | None = None
-    pack: str | None = None
+    files: list[str] | None = Field(default=None, min_length=1)
+    pack: str | None = Field(default=None, min_length=1)
+
+    @field_validator("search_space")
+    @classmethod
+    def _known_space(cls, v: str | None) -> str | None:
+        if v is not None and v not in SEARCH_SPACES:
+            raise ValueError(f"unknown search space '{v}' (known: {_known(SEARCH_SPACES)})")
+        return v
 
     @model_validator(mode="after")
     def _one_source(self) -> AcfSpec:
-        if self.files is not None or self.pack is not None:
-            object.__setattr__(self, "search_space", None)
         if self.files is not None and self.pack is not None:
             raise ValueError("give either files or pack, not both")
-        if self.search_space is not None and self.search_space not in ("ptxas-13.3", "none"):
-            raise ValueError(f"unknown search space '{self.search_space}' (known: ptxas-13.3, none)")
+        if self.files is not None or self.pack is not None:
+            object.__setattr__(self, "search_space", None)
         return self
 
     @property
@@ -83,6 +114,7 @@ class AcfSpec(_Strict):
 
     @property
     def ptxas_version(self) -> str:
+        """The ptxas major.minor the ACFs are made for (they are rejected by any other release)."""
         return "13.3"
 
 
@@ -91,9 +123,18 @@ class SearchSpec(_Strict):
 
     engine: str = "compileiq"
     strategy: Literal["joint", "sequential"] = "joint"
-    generations: int = Field(default=6, ge=1)
-    pool_size: int = Field(default=8, ge=6)
+    generations: StrictInt = Field(default=6, ge=1, le=10_000)
+    pool_size: StrictInt = Field(default=8, ge=6, le=4096)
     wall_clock_s: float | None = Field(default=None, gt=0)
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, v: str) -> str:
+        from paretotune.search.registry import ENGINES
+
+        if v not in ENGINES:
+            raise ValueError(f"unknown engine '{v}' (known: {_known(ENGINES)})")
+        return v
 
     @property
     def budget(self) -> int:
@@ -103,17 +144,25 @@ class SearchSpec(_Strict):
 class EvaluationSpec(_Strict):
     """How candidates are measured."""
 
-    workers: int = Field(default=2, ge=1, le=256)
+    workers: StrictInt = Field(default=2, ge=1, le=256)
     compile_timeout_s: float = Field(default=60.0, gt=0)
     measure_timeout_s: float = Field(default=60.0, gt=0)
     device: str = "cuda:0"
     warmup_ms: float = Field(default=25.0, ge=0)
     rep_ms: float = Field(default=100.0, gt=0)
 
+    @field_validator("device")
+    @classmethod
+    def _cuda_device(cls, v: str) -> str:
+        head, _, index = v.partition(":")
+        if head != "cuda" or (index and not index.isdigit()):
+            raise ValueError(f"'{v}' is not a CUDA device (expected 'cuda' or 'cuda:N')")
+        return v
+
 
 class ExecutionSpec(_Strict):
     backend: Literal["local", "ray"] = "local"
-    address: str = "auto"
+    address: str = Field(default="auto", min_length=1)
     gpus_per_worker: float = Field(default=1.0, gt=0)
 
 
@@ -129,7 +178,7 @@ class CampaignSpec(_Strict):
     search: SearchSpec = SearchSpec()
     evaluation: EvaluationSpec = EvaluationSpec()
     execution: ExecutionSpec = ExecutionSpec()
-    seed: int = 0
+    seed: StrictInt = 0
 
     @field_validator("objectives", mode="before")
     @classmethod
@@ -138,10 +187,40 @@ class CampaignSpec(_Strict):
             return [{"name": o} if isinstance(o, str) else o for o in v]
         return v
 
-    @model_validator(mode="after")
-    def _unique_shapes(self) -> CampaignSpec:
-        labels = [s.label() for s in self.shapes]
+    @field_validator("shapes")
+    @classmethod
+    def _unique_shapes(cls, v: list[ShapeSpec]) -> list[ShapeSpec]:
+        labels = [s.label() for s in v]
         dupes = sorted({x for x in labels if labels.count(x) > 1})
         if dupes:
             raise ValueError(f"shape names must be unique (repeated: {', '.join(dupes)})")
+        return v
+
+    @model_validator(mode="after")
+    def _engine_fits(self) -> CampaignSpec:
+        from paretotune.search.registry import search_problem
+
+        problem = search_problem(self.search.engine, self.search.strategy, self.acf.kind)
+        if problem:
+            raise ValueError(problem)  # the message starts with the field path
         return self
+
+    @field_validator("target")
+    @classmethod
+    def _known_target(cls, v: str) -> str:
+        from paretotune.toolchain.arch import TARGETS
+
+        if v not in TARGETS:
+            raise ValueError(f"unknown target '{v}' (known: {', '.join(TARGETS)})")
+        return v
+
+    @field_validator("search")
+    @classmethod
+    def _search_fits_acf(cls, v: SearchSpec, info: ValidationInfo) -> SearchSpec:
+        from paretotune.search.registry import search_problem
+
+        acf = info.data.get("acf")  # validated before search (field order); absent if it was invalid
+        problem = search_problem(v.engine, v.strategy, acf.kind) if acf is not None else None
+        if problem:
+            raise ValueError(problem)
+        return v

@@ -4,59 +4,109 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from paretotune.campaign.load import load_campaign
+from paretotune.errors import UserError
 from paretotune.records import TrialRecord
+
+if TYPE_CHECKING:
+    from paretotune.campaign.load import Campaign
+    from paretotune.campaign.resume import ResumePoint
+    from paretotune.search.base import SearchEngine
+    from paretotune.store.run_dir import RunDir
+    from paretotune.toolchain.ptxas import Ptxas
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", type=Path, help="campaign YAML file")
     parser.add_argument("--out", type=Path, help="run directory (default: runs/<campaign>-<time>)")
     parser.add_argument("--seed", type=int, help="seed for inputs and seeded engines (overrides the campaign)")
+    parser.add_argument("--resume", action="store_true",
+                        help="if --out already holds a run of this campaign, continue it (else start it)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def main(args: argparse.Namespace) -> int:
-    from paretotune.campaign.loop import run_campaign, start_run
+    from paretotune.campaign.load import check_toolchain
+    from paretotune.campaign.loop import start_run
+    from paretotune.store.run_dir import META
     from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 
     campaign = load_campaign(args.config)
     if args.seed is not None:
-        campaign = type(campaign)(spec=campaign.spec.model_copy(update={"seed": args.seed}), path=campaign.path,
-                                  text=campaign.text, shapes=campaign.shapes, target=campaign.target)
+        campaign = campaign.with_seed(args.seed)
+    if args.resume:
+        if args.out is None:
+            raise UserError("--resume needs --out RUN_DIR (the run to continue)")
+        if (args.out / META).is_file():
+            from paretotune.commands.resume import resume_run
+
+            return resume_run(args.out, quiet=args.quiet, expect=campaign, seed=args.seed)
     ptxas = find_ptxas()
+    check_toolchain(campaign, ptxas)
     export_for_triton(ptxas)
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     out = args.out or Path("runs") / f"{campaign.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     run = start_run(campaign, out, ptxas, campaign.spec.seed)
-    total = campaign.spec.search.budget + 1
-    started = time.perf_counter()
-    with _progress(total, args.quiet) as advance:
-        records = run_campaign(campaign, run, ptxas, on_record=advance)
-    failed = sum(r.status != "ok" for r in records)
-    print(f"\n{len(records)} candidates evaluated ({failed} failed) in {time.perf_counter() - started:.1f} s")
-    from paretotune.commands.front import print_front
+    with run.lock():
+        return execute(campaign, run, ptxas, quiet=args.quiet)
 
-    print_front(run.path)
-    print(f"\nrun directory: {run.path}\n  results: {run.path / 'results.jsonl'}\n  ACFs:    {run.path / 'acf'}")
+
+def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engine: SearchEngine | None = None,
+            point: ResumePoint | None = None) -> int:
+    """Run (or continue) the loop with a progress bar, then print the front."""
+    from paretotune.campaign.loop import run_campaign
+
+    total = campaign.spec.search.budget + 1
+    before = len(point.records) if point is not None else 0
+    started = time.perf_counter()
+    with _progress(total, quiet, before) as advance:
+        records = run_campaign(campaign, run, ptxas, on_record=advance, engine=engine,
+                               state=point.state if point else None, in_flight=point.in_flight if point else None)
+    failed = sum(r.status != "ok" for r in records)
+    stored = f" ({before + len(records)} stored in all)" if point is not None else ""
+    print(f"\n{len(records)} candidates evaluated ({failed} failed) in {time.perf_counter() - started:.1f} s{stored}")
+    _write_progress(run)
+    print_front(run)
     return 0
+
+
+def _write_progress(run: RunDir) -> None:
+    """Hypervolume after each evaluation, for the report's progress chart (skipped without a baseline)."""
+    from paretotune.pareto import NoBaselineError
+    from paretotune.search.progress import hypervolume_progress
+
+    try:
+        hypervolume_progress(run.path)
+    except NoBaselineError:
+        pass
+
+
+def print_front(run: RunDir) -> None:
+    from paretotune.commands.front import build_report, render_text
+
+    print(render_text(build_report(run.path)))
+    print(f"\nrun directory: {run.path}\n  results: {run.path / 'results.jsonl'}\n  ACFs:    {run.path / 'acf'}")
 
 
 class _progress:
     """A rich progress bar advanced once per stored record (plain counter when rich is absent or --quiet)."""
 
-    def __init__(self, total: int, quiet: bool) -> None:
-        self.total, self.quiet, self._bar = total, quiet, None
+    def __init__(self, total: int, quiet: bool, completed: int = 0) -> None:
+        self.total, self.quiet, self.completed = total, quiet, completed
+        self._bar: Any = None
 
-    def __enter__(self):  # noqa: ANN204
+    def __enter__(self) -> Callable[[TrialRecord], None]:
         if not self.quiet:
             try:
                 from rich.progress import Progress
 
                 self._bar = Progress(transient=False)
                 self._bar.start()
-                self._task = self._bar.add_task("evaluating", total=self.total)
+                self._task = self._bar.add_task("evaluating", total=self.total, completed=self.completed)
             except ImportError:
                 self._bar = None
         return self.advance

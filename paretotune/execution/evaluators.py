@@ -1,7 +1,7 @@
 """Pick the evaluator a campaign needs: static (CPU, ptxas only) or GPU (runtime, ncu)."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from paretotune.campaign.load import Campaign
 from paretotune.execution.pool import WorkerPool
@@ -24,11 +24,19 @@ class StaticEvaluator:
     def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
         return list(self.pool.run(candidates))
 
+    def stream(self, candidates: Sequence[Candidate]) -> Iterator[TrialRecord]:
+        """Records as each candidate finishes, so the loop stores each one at once (a crash loses none)."""
+        return self.pool.run(candidates)
+
     def close(self) -> None:
         self.pool.close()
 
 
 def evaluator_for(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Sequence[Objective]):  # noqa: ANN201
+    if campaign.spec.execution.backend == "ray":
+        from paretotune.execution.ray_backend import ray_evaluator  # noqa: PLC0415 - ray only when asked for
+
+        return ray_evaluator(campaign, ptxas, run, objectives)
     stages = {o.stage for o in objectives}
     if stages <= {"static"}:
         return StaticEvaluator(campaign, ptxas, run)

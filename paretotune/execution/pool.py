@@ -2,13 +2,18 @@
 
 ``concurrent.futures`` does the scheduling; what it lacks is killing a hung task and carrying on after a
 worker dies (a segfault breaks the whole pool). We keep at most one task per worker in flight, so each task's
-deadline counts from its own start; a task past its deadline, or one that kills its worker, is recorded as
-failed, the pool is restarted, and the other in-flight candidates are evaluated again. One bad candidate never
-stops a campaign.
+deadline counts from its own start; a task past its deadline, or one that kills its worker (found by running
+the tasks that were in flight one at a time), is recorded as failed, the pool is restarted, and the other
+in-flight candidates are evaluated again. One bad candidate never stops a campaign.
+
+Workers watch their parent: when the campaign process dies without shutting the pool down (SIGKILL, the OOM
+killer), its workers exit within a second instead of living on as orphans that hold memory and CPU.
 """
 from __future__ import annotations
 
 import multiprocessing
+import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -33,7 +38,8 @@ class WorkerPool:
     def _pool(self) -> ProcessPoolExecutor:
         if self._executor is None:
             self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                                 initializer=self.initializer, initargs=self.initargs)
+                                                 initializer=_start_worker,
+                                                 initargs=(os.getpid(), self.initializer, *self.initargs))
             self._fresh = True
         return self._executor
 
@@ -52,31 +58,33 @@ class WorkerPool:
             self._executor = None
 
     def run(self, candidates: Sequence[Candidate]) -> Iterator[TrialRecord]:
-        """Yield one record per candidate as each finishes (order not kept)."""
+        """Yield one record per candidate as each finishes (order not kept).
+
+        A dead worker breaks every task in flight, so a crash cannot be pinned on one of them: all of them are
+        run again one at a time, and a crash while a candidate runs alone is that candidate's.
+        """
         queue = list(candidates)
-        suspects: dict[int, int] = {}  # candidate id -> times it was in flight when the pool broke
+        alone: list[Candidate] = []  # in flight when the pool broke: each is retried with nothing beside it
         inflight: dict[Future[TrialRecord], tuple[Candidate, float]] = {}
-        while queue or inflight:
-            while queue and len(inflight) < self.workers:
-                cand = queue.pop(0)
-                grace = STARTUP_GRACE_S if self._fresh else 0.0
-                inflight[self._pool().submit(self.job, cand)] = (cand, time.monotonic() + self.timeout_s + grace)
+        while queue or alone or inflight:
+            if alone:
+                if not inflight:
+                    self._submit(alone.pop(0), inflight)
+            else:
+                while queue and len(inflight) < self.workers:
+                    self._submit(queue.pop(0), inflight)
+            solo = len(inflight) == 1
             next_deadline = min(d for _, d in inflight.values())
             done, _ = wait(list(inflight), timeout=max(0.0, next_deadline - time.monotonic()),
                            return_when=FIRST_COMPLETED)
-            broken = False
+            broken: list[Candidate] = []
             for fut in done:
                 cand, _ = inflight.pop(fut)
                 try:
                     yield fut.result()
                     self._fresh = False
                 except BrokenProcessPool:
-                    broken = True
-                    suspects[cand.candidate_id] = suspects.get(cand.candidate_id, 0) + 1
-                    if suspects[cand.candidate_id] >= 2 or self.workers == 1:
-                        yield _failed(cand, "worker process crashed (killed by a signal or out of memory)")
-                    else:
-                        queue.append(cand)  # retried; if it breaks the pool again it is the culprit
+                    broken.append(cand)
                 except Exception as exc:  # noqa: BLE001 - e.g. an unpicklable result
                     yield _failed(cand, f"worker error: {type(exc).__name__}: {exc}")
             now = time.monotonic()
@@ -85,9 +93,35 @@ class WorkerPool:
                 for fut in late:
                     cand, _ = inflight.pop(fut)
                     yield _failed(cand, f"timed out after {self.timeout_s:.0f} s")
-                queue[:0] = [c for c, _ in inflight.values()]  # innocent bystanders run again
+                if broken:
+                    if solo:
+                        yield _failed(broken[0], "worker process crashed (killed by a signal or out of memory)")
+                    else:
+                        alone += broken + [c for c, _ in inflight.values()]
+                else:
+                    queue[:0] = [c for c, _ in inflight.values()]  # innocent bystanders of a timeout run again
                 inflight.clear()
                 self._kill()
+
+    def _submit(self, cand: Candidate, inflight: dict[Future[TrialRecord], tuple[Candidate, float]]) -> None:
+        grace = STARTUP_GRACE_S if self._fresh else 0.0
+        inflight[self._pool().submit(self.job, cand)] = (cand, time.monotonic() + self.timeout_s + grace)
+
+
+PARENT_POLL_S = 0.5
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(PARENT_POLL_S)
+        if os.getppid() != parent:  # re-parented: the campaign process is gone
+            os._exit(1)
+
+
+def _start_worker(parent: int, initializer: Callable[..., None], *initargs: Any) -> None:
+    """Worker initializer: start the parent watch, then the job's own initializer."""
+    threading.Thread(target=_watch_parent, args=(parent,), name="parent-watch", daemon=True).start()
+    initializer(*initargs)
 
 
 def _failed(candidate: Candidate, error: str) -> TrialRecord:

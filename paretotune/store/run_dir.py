@@ -6,15 +6,22 @@ Layout::
     <run>/run.json          objective columns with directions, toolchain, target, seed
     <run>/results.jsonl     one TrialRecord per line, appended and fsynced
     <run>/acf/<sha>.acf     every ACF evaluated, named by content hash (+ <sha>.json: ptxas version, arch)
+    <run>/checkpoint.json   the loop's last commit point (see store/checkpoint.py) + engine-<seq>.ckpt
+    <run>/.lock             flock held by the one process running or resuming the run
 
 Why JSON lines and not SQLite: a record is written once and never updated, so an append-only file with
 ``fsync`` after each line is crash-safe (a SIGKILL can only cut the last line short, and the reader skips a
-partial last line), diff-able, and greppable; ``pandas.read_json(lines=True)`` reads it directly.
+partial last line), diff-able, and greppable; ``pandas.read_json(lines=True)`` reads it directly. Before a
+resumed run appends, :meth:`RunDir.recover` cuts a torn last line off (otherwise the next record would be
+glued to it and corrupt a line in the middle of the file).
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +32,7 @@ from paretotune.errors import UserError
 from paretotune.records import Direction, TrialRecord
 
 RESULTS = "results.jsonl"
+LOCK = ".lock"
 META = "run.json"
 CAMPAIGN = "campaign.yaml"
 
@@ -93,7 +101,58 @@ class RunDir:
         cols = [c.column for c in self.objective_columns()]
         return [TrialRecord.from_row(row, cols) for row in _read_rows(self.path / RESULTS)]
 
+    # -- one writer at a time --------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the run for one process: a second ``run``/``resume`` of it would store candidates twice.
+
+        An flock dies with its process, so a SIGKILL leaves no stale lock behind.
+        """
+        fh = open(self.path / LOCK, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the whole run
+        try:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                fh.seek(0)
+                holder = fh.read().strip()
+                raise UserError(f"{self.path}: in use by another paretotune process"
+                                f"{f' (pid {holder})' if holder else ''}") from None
+            fh.seek(0)
+            fh.truncate()
+            fh.write(str(os.getpid()))
+            fh.flush()
+            yield
+        finally:
+            fh.close()
+
     # -- appending ------------------------------------------------------------------------------------------
+    def recover(self) -> int:
+        """Make results.jsonl safe to append to after a crash; return the number of torn bytes dropped.
+
+        A final line without its newline is completed if it parses (the write got that far) and cut off if not.
+        """
+        path = self.path / RESULTS
+        if not path.exists():
+            return 0
+        data = path.read_bytes()
+        if not data or data.endswith(b"\n"):
+            return 0
+        cut = data.rfind(b"\n") + 1
+        tail = data[cut:]
+        try:
+            json.loads(tail)
+        except ValueError:
+            with open(path, "r+b") as fh:
+                fh.truncate(cut)
+                fh.flush()
+                os.fsync(fh.fileno())
+            return len(tail)
+        with open(path, "ab") as fh:
+            fh.write(b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        return 0
+
     def append(self, record: TrialRecord) -> None:
         """Append one record durably: a crash after this returns cannot lose it."""
         line = json.dumps(record.to_row(), sort_keys=True, allow_nan=True) + "\n"

@@ -40,12 +40,10 @@ class AcfStore:
         sha = acf_sha(data)
         record = AcfRecord(sha256=sha, ptxas_version=ptxas_version, target=target, source=source)
         dst = self.path(sha)
-        if not dst.exists():
+        if not dst.exists():  # the record is written first: an .acf never exists without its .json
             self.directory.mkdir(parents=True, exist_ok=True)
-            tmp = dst.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_bytes(data)
-            os.replace(tmp, dst)
-            (self.directory / f"{sha}.json").write_text(json.dumps(asdict(record), sort_keys=True))
+            _atomic_write(self.directory / f"{sha}.json", json.dumps(asdict(record), sort_keys=True).encode())
+            _atomic_write(dst, data)
         return record
 
     def put_hex(self, hex_string: str, **kw: str) -> AcfRecord:
@@ -66,3 +64,13 @@ class AcfStore:
             raise ToolchainError(f"{self.path(sha)}: ACF made for ptxas {rec.ptxas_version}, but ptxas is {have}")
         if rec.target != target:
             raise ToolchainError(f"{self.path(sha)}: ACF made for {rec.target}, but the target is {target}")
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write to a temporary name, fsync, rename: a crash leaves the old file or the new one, never a torn one."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)

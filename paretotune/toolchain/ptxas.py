@@ -68,11 +68,12 @@ def find_ptxas() -> Ptxas:
         if not value:
             continue
         path = Path(value)
-        if source.isupper() and not path.is_file():
+        explicit = source in ("PARETOTUNE_PTXAS", "TRITON_PTXAS_PATH")  # named by the user: fail, don't skip
+        if explicit and not path.is_file():
             raise ToolchainError(f"${source}={value}: no such file")
         version = ptxas_version(path)
         if tuple(int(x) for x in version.split(".")[:2]) < MIN_VERSION:
-            if source.isupper():
+            if explicit:
                 raise ToolchainError(f"${source}={value}: ptxas {version} is too old; --apply-controls needs "
                                      f">= 13.3 (pip install nvidia-cuda-nvcc==13.3.73)")
             tried.append(f"{path} ({version}, too old)")

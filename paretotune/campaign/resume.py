@@ -1,0 +1,190 @@
+"""Continue a run after a crash or SIGKILL: no completed evaluation lost, none repeated.
+
+What a resume rebuilds, and from where:
+
+- the campaign: the copy in the run directory (``campaign.yaml``), resolved against the original campaign
+  path recorded in ``run.json`` (relative kernel paths) and run with the recorded seed;
+- the engine: from the engine checkpoint that ``checkpoint.json`` names (:mod:`paretotune.store.checkpoint`);
+- the loop counters (next candidate id, evaluations, generation): from the stored records, cross-checked
+  against the checkpoint, so an edited or truncated results file is an error and not a silent re-run;
+- the generation in flight: candidates of the last *issued* commit. Those with a stored record are told to
+  the engine from that record; the others are evaluated again under their ids.
+
+An engine that cannot restore a checkpoint starts afresh (its search restarts; the records and the ids go on,
+so nothing is lost or repeated, but earlier points may be proposed again).
+
+Not reproducible: CompileIQ's sampler takes no seed, so a resumed run does not propose what an uninterrupted
+run would have. Equal outcomes are not promised; a complete, duplicate-free record of every evaluation is.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from paretotune.campaign.load import Campaign, campaign_from_text, check_toolchain, make_adapter, make_objectives
+from paretotune.campaign.loop import InFlight, LoopState, make_engine, objective_columns
+from paretotune.errors import ToolchainError, UserError
+from paretotune.records import TrialRecord
+from paretotune.search.base import SearchEngine
+from paretotune.store.checkpoint import LoopCheckpoint, read_checkpoint
+from paretotune.store.run_dir import META, RESULTS, RunDir
+from paretotune.toolchain.acf import AcfStore
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where a stopped run continues."""
+
+    state: LoopState
+    in_flight: InFlight | None
+    checkpoint: LoopCheckpoint | None
+    records: tuple[TrialRecord, ...]
+
+
+def open_run(path: Path | str) -> RunDir:
+    run = RunDir(path)
+    if not (run.path / META).is_file():
+        raise UserError(f"{run.path}: not a paretotune run directory (no {META})")
+    return run
+
+
+def reopen_campaign(run: RunDir) -> Campaign:
+    """The campaign as the run stored it, with the run's seed."""
+    meta = run.meta()
+    try:
+        text = run.campaign_text()
+    except OSError as exc:
+        raise UserError(f"{run.path}: cannot read the campaign copy ({exc.strerror})") from None
+    original = Path(meta.get("campaign_path") or run.path / "campaign.yaml")
+    campaign = campaign_from_text(text, original)
+    return campaign.with_seed(int(meta.get("seed", campaign.spec.seed)))
+
+
+def check_ptxas(run: RunDir, campaign: Campaign, ptxas: Any) -> None:
+    """The run's ACFs were made for the ptxas release it started with; another release would reject them."""
+    made_with = str(run.meta().get("versions", {}).get("ptxas", ""))
+    if made_with and ".".join(made_with.split(".")[:2]) != ptxas.major_minor:
+        raise ToolchainError(f"{run.path}: the run was made with ptxas {made_with}, but {ptxas.path} is "
+                             f"{ptxas.version}; its ACFs need the same release (set PARETOTUNE_PTXAS)")
+
+
+def resume_point(run: RunDir) -> ResumePoint:
+    """Rebuild the loop state from the stored records and the last commit; refuse an inconsistent run."""
+    run.recover()
+    records = tuple(run.records())
+    where = run.path / RESULTS
+    by_id: dict[int, TrialRecord] = {}
+    for rec in records:
+        if rec.candidate_id in by_id:
+            raise UserError(f"{where}: candidate {rec.candidate_id} is stored twice (the file was edited or "
+                            "two runs wrote into one directory)")
+        by_id[rec.candidate_id] = rec
+    baseline = by_id.get(0)
+    if baseline is not None and not baseline.is_baseline:
+        raise UserError(f"{where}: candidate 0 is not the baseline")
+    cp = read_checkpoint(run.path)
+    if cp is None:  # stopped before the first generation was issued: at most the baseline is stored
+        extra = sorted(i for i in by_id if i != 0)
+        if extra:
+            raise UserError(f"{where}: holds candidates {extra[:5]} but the run has no {run.path / 'checkpoint.json'}")
+        return ResumePoint(state=LoopState(next_id=1 if baseline else 0), in_flight=None, checkpoint=None,
+                           records=records)
+    pending_ids = {c.candidate_id for c in cp.pending}
+    told = set(by_id) - pending_ids - {0}
+    expected = set(range(1, cp.next_id)) - pending_ids
+    if told != expected or baseline is None:
+        missing, unknown = sorted(expected - told), sorted(told - expected)
+        raise UserError(f"{where}: does not match {run.path / 'checkpoint.json'} (missing candidates "
+                        f"{missing[:5]}, unknown candidates {unknown[:5]}{'' if baseline else ', no baseline'}); "
+                        "was the file edited or truncated?")
+    if len(told) != cp.evaluated:
+        raise UserError(f"{where}: {len(told)} candidates told, but the checkpoint counts {cp.evaluated}")
+    state = LoopState(next_id=cp.next_id, evaluated=cp.evaluated, generation=cp.generation, elapsed_s=cp.elapsed_s)
+    in_flight = None
+    if cp.pending:
+        in_flight = InFlight(candidates=cp.pending,
+                             stored={i: by_id[i] for i in sorted(pending_ids) if i in by_id},
+                             tell=cp.engine_pending)
+    return ResumePoint(state=state, in_flight=in_flight, checkpoint=cp, records=records)
+
+
+def check_in_flight_acfs(run: RunDir, point: ResumePoint, ptxas: Any, target: str) -> None:
+    """Every ACF a candidate still to be evaluated needs is present and made for this ptxas and target."""
+    if point.in_flight is None:
+        return
+    store = AcfStore(run.path / "acf")
+    for cand in point.in_flight.candidates:
+        if cand.acf is None or cand.candidate_id in point.in_flight.stored:
+            continue
+        if not store.path(cand.acf).is_file():
+            raise UserError(f"{store.path(cand.acf)}: missing ACF of in-flight candidate {cand.candidate_id}")
+        store.check_compatible(cand.acf, ptxas.version, target)
+
+
+def restore_engine(campaign: Campaign, adapter: Any, n_objectives: int, run: RunDir,
+                   point: ResumePoint) -> tuple[SearchEngine, ResumePoint]:
+    """A fresh engine with the checkpoint loaded; if the engine cannot restore, a fresh one whose in-flight
+    candidates are then stored but not told (it never proposed them)."""
+    engine = make_engine(campaign, adapter, n_objectives)
+    cp = point.checkpoint
+    if cp is None:
+        return engine, point
+    restore = getattr(engine, "restore", None)
+    if cp.engine_file and restore is not None:
+        path = run.path / cp.engine_file
+        try:
+            restore(str(path))
+            return engine, point
+        except NotImplementedError:
+            engine = make_engine(campaign, adapter, n_objectives)  # restore may have half-loaded the first one
+        except Exception as exc:  # noqa: BLE001 - CompileIQ raises several types for a bad checkpoint
+            raise UserError(f"{path}: cannot restore the search engine ({type(exc).__name__}: {exc})") from None
+    in_flight = point.in_flight
+    if in_flight is not None:
+        in_flight = InFlight(candidates=in_flight.candidates, stored=in_flight.stored, tell=False)
+    return engine, ResumePoint(state=point.state, in_flight=in_flight, checkpoint=cp, records=point.records)
+
+
+@dataclass(frozen=True)
+class Resumption:
+    """Everything ``run_campaign`` needs to continue a run (``engine`` None: it builds one after the baseline)."""
+
+    campaign: Campaign
+    point: ResumePoint
+    engine: SearchEngine | None
+
+    @property
+    def complete(self) -> bool:
+        return self.point.in_flight is None and self.point.state.evaluated >= self.campaign.spec.search.budget
+
+
+def prepare_resume(run: RunDir, ptxas: Any, *, expect: Campaign | None = None,
+                   seed: int | None = None) -> Resumption:
+    """Check everything a resume depends on before any compile: the campaign copy (and that it is ``expect``,
+    the campaign ``run --resume`` was given), ptxas, the ACFs in flight, the stored records; then restore the
+    engine. A complete run is returned as such, without an engine."""
+    campaign = reopen_campaign(run)
+    if expect is not None and expect.text != campaign.text:
+        raise UserError(f"{run.path}: holds a run of another campaign (its campaign.yaml differs from "
+                        f"{expect.path}); use another --out, or 'paretotune resume {run.path}' to continue it")
+    if seed is not None and seed != campaign.spec.seed:
+        raise UserError(f"{run.path}: the run was started with seed {campaign.spec.seed}, not {seed}")
+    check_ptxas(run, campaign, ptxas)
+    check_toolchain(campaign, ptxas)
+    point = resume_point(run)
+    check_in_flight_acfs(run, point, ptxas, campaign.target.name)
+    adapter = make_adapter(campaign)
+    columns = objective_columns(campaign, make_objectives(campaign))
+    stored_columns = [c.column for c in run.objective_columns()]
+    if [c.column for c in columns] != stored_columns:
+        raise UserError(f"{run.path / META}: objective columns {stored_columns} differ from the campaign's "
+                        f"{[c.column for c in columns]}")
+    baseline = next((r for r in point.records if r.is_baseline), None)
+    if baseline is not None and baseline.status != "ok":
+        raise UserError(f"{campaign.path}: the baseline (default config, no ACF) failed: {baseline.error}")
+    done = Resumption(campaign=campaign, point=point, engine=None)
+    if point.checkpoint is None or done.complete:
+        return done
+    engine, point = restore_engine(campaign, adapter, len(columns), run, point)
+    return Resumption(campaign=campaign, point=point, engine=engine)

@@ -1,0 +1,130 @@
+"""The loop's commit point: which engine checkpoint is current, and which candidates are in flight.
+
+Resume needs two things to agree after a crash: the search engine's own checkpoint (CompileIQ writes it; it
+may hold proposals as *pending*) and the loop's bookkeeping (next candidate id, generation, the in-flight
+candidates with the ids they were given). No file system writes two files atomically, so every engine
+checkpoint gets a fresh name (``engine-<seq>.ckpt``, plus any sidecars the engine writes next to it) and
+``checkpoint.json`` names the current one. ``checkpoint.json`` is replaced atomically (temporary file,
+fsync, rename, fsync of the folder), so a crash leaves the previous pair or the new pair, never a mix.
+Engine files no ``checkpoint.json`` names are left-overs of a crash and are deleted by the next commit.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from paretotune.errors import UserError
+from paretotune.records import Candidate
+
+CHECKPOINT = "checkpoint.json"
+ENGINE_PREFIX = "engine-"
+FORMAT = 1
+
+
+class Saveable(Protocol):
+    def save(self, path: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class LoopCheckpoint:
+    """The loop's state at a commit point.
+
+    ``pending`` are the candidates issued and not yet told to the engine (empty right after a tell).
+    ``engine_pending`` says whether ``engine_file`` holds them as pending proposals: an engine that can only
+    save between generations keeps its previous checkpoint, and resume then stores their records without
+    telling them.
+    """
+
+    seq: int
+    next_id: int
+    evaluated: int
+    generation: int
+    elapsed_s: float
+    engine_file: str | None
+    engine_pending: bool
+    pending: tuple[Candidate, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["format"] = FORMAT
+        out["pending"] = [asdict(c) for c in self.pending]
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LoopCheckpoint:
+        if data.get("format") != FORMAT:
+            raise ValueError(f"unknown checkpoint format {data.get('format')!r} (this paretotune writes {FORMAT})")
+        return cls(seq=int(data["seq"]), next_id=int(data["next_id"]), evaluated=int(data["evaluated"]),
+                   generation=int(data["generation"]), elapsed_s=float(data["elapsed_s"]),
+                   engine_file=data["engine_file"], engine_pending=bool(data["engine_pending"]),
+                   pending=tuple(Candidate(**c) for c in data["pending"]))
+
+
+def read_checkpoint(run: Path) -> LoopCheckpoint | None:
+    """The last committed checkpoint, or None if the run never committed one (it stopped before generation 1)."""
+    path = run / CHECKPOINT
+    try:
+        return LoopCheckpoint.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"{path}: unreadable loop checkpoint ({exc})") from None
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Checkpointer:
+    """Commits (engine checkpoint, loop state) pairs into a run directory."""
+
+    def __init__(self, run: Path) -> None:
+        self.run = run
+        self.last = read_checkpoint(run)
+        self._warned = False
+
+    def commit(self, engine: Saveable, *, next_id: int, evaluated: int, generation: int, elapsed_s: float,
+               pending: tuple[Candidate, ...]) -> LoopCheckpoint:
+        seq = (self.last.seq if self.last else 0) + 1
+        name = f"{ENGINE_PREFIX}{seq:06d}.ckpt"
+        try:
+            saved = engine.save(str(self.run / name))
+        except Exception as exc:  # noqa: BLE001 - a failed engine checkpoint must not stop the campaign
+            saved = False
+            if not self._warned:
+                print(f"paretotune: warning: the search engine could not checkpoint ({type(exc).__name__}: {exc}); "
+                      "a resume will restart the engine (no evaluation is lost)", file=sys.stderr)
+                self._warned = True
+        if saved:
+            engine_file, engine_pending = name, bool(pending)
+        elif self.last is not None and self.last.engine_file and not self.last.engine_pending:
+            engine_file, engine_pending = self.last.engine_file, False  # still true: nothing told since
+        else:
+            engine_file, engine_pending = None, False
+        cp = LoopCheckpoint(seq=seq, next_id=next_id, evaluated=evaluated, generation=generation,
+                            elapsed_s=elapsed_s, engine_file=engine_file, engine_pending=engine_pending,
+                            pending=pending)
+        tmp = self.run / f".{CHECKPOINT}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(cp.to_json(), fh, sort_keys=True, allow_nan=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.run / CHECKPOINT)
+        _fsync_dir(self.run)
+        self.last = cp
+        self._collect(engine_file)
+        return cp
+
+    def _collect(self, keep: str | None) -> None:
+        """Delete engine files (and their sidecars) of earlier commits."""
+        for path in self.run.glob(f"{ENGINE_PREFIX}*"):
+            if keep is None or not path.name.startswith(keep):
+                path.unlink(missing_ok=True)

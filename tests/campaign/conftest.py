@@ -1,0 +1,105 @@
+"""Shared pieces of the campaign-loop tests: a fake evaluator (no compiles) in front of the real engine and store.
+
+The loop, the run directory, the checkpoints and CompileIQ are real; only building and measuring is replaced,
+so a test can crash the loop at an exact point and count how often each candidate was evaluated.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from paretotune.records import Candidate, TrialRecord
+
+os.environ.setdefault("CIQ_SEARCH_SPACES_DIR", "/work/shared/compileiq")
+
+CAMPAIGN = """\
+name: resume-test
+kernel:
+  source: paretotune.kernels.bundled.softmax:triton_softmax
+  space: {{num_stages: [1, 2, 3, 4]}}
+shapes:
+  - {{name: wide, M: 4096, N: 16384, dtype: float16}}
+objectives: [spill_bytes, registers, theoretical_occupancy]
+acf:
+  search_space: {acf}
+search:
+  engine: {engine}
+  generations: {generations}
+  pool_size: {pool_size}
+evaluation:
+  workers: 1
+seed: 7
+"""
+
+
+def write_campaign(folder: Path, *, engine: str = "compileiq", acf: str = "ptxas-13.3", generations: int = 3,
+                   pool_size: int = 9) -> Path:
+    path = folder / "campaign.yaml"
+    path.write_text(CAMPAIGN.format(engine=engine, acf=acf, generations=generations, pool_size=pool_size))
+    return path
+
+
+class Crash(BaseException):
+    """Stands in for SIGKILL: a BaseException, so no ``except Exception`` in the code under test catches it."""
+
+
+class FakeEvaluator:
+    """Deterministic values from the candidate's (config, ACF); about one candidate in seven fails."""
+
+    evaluations: ClassVar[Counter[int]] = Counter()  # candidate id -> times evaluated, over a whole test
+
+    def __init__(self, columns: Sequence[str]) -> None:
+        self.columns = list(columns)
+
+    @staticmethod
+    def digest(candidate: Candidate) -> int:
+        key = json.dumps([candidate.config, candidate.acf], sort_keys=True)
+        return int(hashlib.sha256(key.encode()).hexdigest()[:12], 16)
+
+    def _one(self, c: Candidate) -> TrialRecord:
+        FakeEvaluator.evaluations[c.candidate_id] += 1
+        h = self.digest(c)
+        if not c.is_baseline and h % 7 == 0:
+            return TrialRecord(candidate_id=c.candidate_id, generation=c.generation, config=c.config, acf=c.acf,
+                               is_baseline=c.is_baseline, status="failed", error="fake: ptxas exited 1")
+        values = {"spill_bytes": float(h % 5) * 64, "registers": float(32 + h % 200),
+                  "theoretical_occupancy": float(12.5 * (1 + (h >> 8) % 8))}
+        return TrialRecord(candidate_id=c.candidate_id, generation=c.generation, config=c.config, acf=c.acf,
+                           is_baseline=c.is_baseline, status="ok", values={k: values[k] for k in self.columns})
+
+    def stream(self, candidates: Sequence[Candidate]) -> Iterator[TrialRecord]:
+        for c in reversed(candidates):  # out of id order, like a worker pool
+            yield self._one(c)
+
+    def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
+        return list(self.stream(candidates))
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def fake_evaluator(monkeypatch: pytest.MonkeyPatch) -> type[FakeEvaluator]:
+    from paretotune.campaign import loop
+
+    FakeEvaluator.evaluations = Counter()
+
+    def make(campaign: Any, ptxas: Any, run: Any, objectives: Any) -> FakeEvaluator:
+        return FakeEvaluator([o.name for o in objectives])
+
+    monkeypatch.setattr(loop, "make_evaluator", make)
+    return FakeEvaluator
+
+
+@pytest.fixture(scope="session")
+def ptxas() -> Any:
+    from paretotune.toolchain.ptxas import find_ptxas
+
+    return find_ptxas()

@@ -1,0 +1,95 @@
+"""What a finished run must satisfy however often it was interrupted: every evaluation stored exactly once,
+the engine told exactly what the store holds, and a front that follows from the stored records.
+
+Why not "the same front as an uninterrupted run": CompileIQ's sampler takes no seed, so two uninterrupted runs
+with one seed already propose different ACFs. These checks fail on every way a resume can go wrong instead:
+a lost evaluation (an id missing, a told point not stored, a stored point never told), a repeated one (an id
+or a (config, ACF) point twice), or a wrong counter (budget not met, candidates still pending).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from paretotune.campaign.loop import minimization_vector
+from paretotune.pareto import rank_fronts
+from paretotune.records import TrialRecord
+from paretotune.store import RunDir
+from paretotune.store.checkpoint import read_checkpoint
+
+Key = tuple[str, str | None]
+
+
+def point_key(config: dict[str, Any], acf: str | None) -> Key:
+    return json.dumps(config, sort_keys=True), acf
+
+
+def check_records(run_dir: Path, budget: int) -> list[TrialRecord]:
+    """Ids 0..budget each exactly once, one baseline, no (config, ACF) point evaluated twice, nothing pending."""
+    run = RunDir(run_dir)
+    records = run.records()
+    ids = [r.candidate_id for r in records]
+    dupes = sorted(i for i, n in Counter(ids).items() if n > 1)
+    assert not dupes, f"candidates stored more than once: {dupes}"
+    assert sorted(ids) == list(range(budget + 1)), f"ids are not 0..{budget}: missing " \
+        f"{sorted(set(range(budget + 1)) - set(ids))}, extra {sorted(set(ids) - set(range(budget + 1)))}"
+    assert [r.candidate_id for r in records if r.is_baseline] == [0]
+    points = Counter(point_key(r.config, r.acf) for r in records if not r.is_baseline)
+    repeated = [k for k, n in points.items() if n > 1]
+    assert not repeated, f"points evaluated twice: {repeated}"
+    cp = read_checkpoint(run_dir)
+    assert cp is not None and cp.pending == () and cp.evaluated == budget, cp
+    return records
+
+
+def check_engine_ledger(run_dir: Path, records: list[TrialRecord], space: dict[str, list[Any]]) -> int:
+    """CompileIQ's result ledger (in the current engine checkpoint) against the store, point by point.
+
+    Every stored search record must have been told with its score, and every told point must be stored
+    (the de-duplicating wrapper may tell a stored point again as a repeat: same point, same score).
+    Returns the number of ledger rows.
+    """
+    run = RunDir(run_dir)
+    columns = run.objective_columns()
+    stored = {point_key(r.config, r.acf): minimization_vector(r, columns) for r in records if not r.is_baseline}
+    cp = read_checkpoint(run_dir)
+    assert cp is not None and cp.engine_file, cp
+    envelope = json.loads((run_dir / cp.engine_file).read_text())
+    told: set[Key] = set()
+    fixed = {k: v[0] for k, v in space.items() if len(v) == 1}
+    for row in envelope["result_ledger"]["rows"]:
+        knobs, acf_hex = row["params"]
+        config = {**fixed, **{k: space[k][int(i)] for k, i in knobs.items()}}
+        key = point_key(config, hashlib.sha256(bytes.fromhex(acf_hex)).hexdigest())
+        assert key in stored, f"the engine was told a point the store does not hold: {key}"
+        want = stored[key]
+        if want is None:
+            assert all(s == "*" for s in row["scores"]), (key, row["scores"])
+        else:
+            assert all(math.isclose(a, b) for a, b in zip(row["scores"], want, strict=True)), (key, row["scores"], want)
+        told.add(key)
+    untold = set(stored) - told
+    assert not untold, f"stored records the engine was never told: {sorted(untold)[:3]}"
+    return len(envelope["result_ledger"]["rows"])
+
+
+def check_front(run_dir: Path) -> set[int]:
+    """The front pareto/ ranks equals the non-dominated set computed here by brute force."""
+    run = RunDir(run_dir)
+    directions = run.directions()
+    ranked = rank_fronts(run.results(), directions)
+    front = {int(i) for i in ranked.front(0)["candidate_id"]}
+    columns = run.objective_columns()
+    vectors = {r.candidate_id: v for r in run.records() if (v := minimization_vector(r, columns)) is not None}
+
+    def dominates(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+        return all(x <= y for x, y in zip(a, b, strict=True)) and a != b
+
+    brute = {i for i, v in vectors.items() if not any(dominates(w, v) for w in vectors.values())}
+    assert front == brute, (sorted(front), sorted(brute))
+    assert front, "empty front"
+    return front
