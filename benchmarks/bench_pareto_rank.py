@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from machine import cpu_model, load_average  # benchmarks/ is sys.path[0] when a script runs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from paretotune.pareto import crowding_distances, pareto_ranks, rank_fronts  # noqa: E402
@@ -77,23 +78,6 @@ def timed(fn: Callable[[], object], repeats: int) -> list[float]:
 
 def _summary(times: list[float]) -> dict[str, float]:
     return {"median": round(statistics.median(times), 4), "min": round(min(times), 4), "max": round(max(times), 4)}
-
-
-def load_average() -> list[float] | None:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def main() -> int:

@@ -1,7 +1,8 @@
 """What a search engine is: it proposes candidates and learns from their scores; it never builds or measures.
 
 Scores reach the engine as tuples to *minimize* (the campaign negates "max" objectives first); a failed
-candidate is scored ``None``. The campaign owns the budget: engines may propose forever.
+candidate is scored ``None``. The campaign owns the budget: engines may propose forever. An engine whose
+(finite) space is exhausted returns ``[]`` from ``ask``, and the campaign ends early.
 """
 from __future__ import annotations
 
@@ -20,10 +21,14 @@ class Proposal:
 
 class SearchEngine(Protocol):
     def ask(self) -> list[Proposal]:
-        """The next batch of proposals (a generation, or what refills it after failures)."""
+        """The next batch of proposals (a generation, or what refills it after failures); ``[]`` when done."""
 
     def tell(self, scores: dict[str, tuple[float, ...] | None]) -> None:
         """Scores for proposals of the last batch, by ``engine_id``; ``None`` marks a failure."""
 
     def save(self, path: str) -> bool:
-        """Checkpoint the engine's state to ``path``; False if the engine cannot."""
+        """Checkpoint the engine's state to ``path`` (atomically); False if the engine cannot."""
+
+    def restore(self, path: str) -> None:
+        """Load a :meth:`save` checkpoint into a freshly built engine; proposals pending at save time stay
+        pending under the same ``engine_id`` (resume tells or re-evaluates them)."""

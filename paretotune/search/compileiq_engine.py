@@ -1,20 +1,26 @@
 """CompileIQ's evolutionary engine driven by ask/tell over the joint space [kernel config, PTXAS controls].
 
-Each kernel knob becomes a categorical ``choice`` over the indices of its values (so any value type works);
-the PTXAS 13.3 space contributes the ACF as a hex string. In MANUAL mode the engine never ends by itself.
+Each kernel knob becomes a categorical ``choice`` over the indices of its values (so any value type works).
+A generated ACF space adds the PTXAS 13.3 space, whose ACF arrives as a hex string; a finite ACF list is one
+more categorical choice (``ACF_KNOB``, option 0 = no ACF). In MANUAL mode the engine never ends by itself.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import Any
 
 from paretotune.errors import UserError
 from paretotune.search.base import Proposal
+from paretotune.search.space import SearchSpace
 
 INVALID = "*"
+
+
+ACF_KNOB = "__acf__"  # the finite-list choice inside CompileIQ's user-parameter dict
 
 
 def _ptxas_space(version: str) -> Any:
@@ -27,48 +33,84 @@ def _ptxas_space(version: str) -> Any:
         raise UserError(f"acf.search_space: cannot load the PTXAS {version} search space: {exc}{hint}") from None
 
 
-class CompileIQEngine:
-    """Joint kernel-config × ACF search with ``compileiq.ciq.Search`` in MANUAL (ask/tell) mode."""
+_EXHAUSTED = re.compile(r"only (\d+) untried candidate")
 
-    def __init__(self, space: dict[str, list[Any]], *, num_objectives: int, pool_size: int, generations: int,
-                 with_acf: bool, ptxas_version: str = "13.3") -> None:
+
+def _untried(exc: BaseException) -> int | None:
+    """How many untried candidates CompileIQ says remain, if ``exc`` is its search-space-exhausted error."""
+    match = _EXHAUSTED.search(str(exc))
+    if match is None or not isinstance(exc, ValueError):  # SearchSpaceExhaustedError is a ValueError
+        return None
+    return int(match.group(1))
+
+
+def min_pool_size(num_objectives: int) -> int:
+    """CompileIQ keeps >= 1 + 2n survivors after culling >= 2."""
+    return 3 + 2 * num_objectives
+
+
+class CompileIQEngine:
+    """Kernel-config × ACF search with ``compileiq.ciq.Search`` in MANUAL (ask/tell) mode."""
+
+    def __init__(self, space: SearchSpace, *, num_objectives: int, pool_size: int, generations: int) -> None:
         from compileiq.ciq import Search
         from compileiq.search_spaces import base as ss
         from compileiq.types import SearchConfiguration, WorkerTypes
 
         self.space = space
-        self.with_acf = with_acf
         self.num_objectives = num_objectives
-        user = {k: ss.choice(list(range(len(v)))) for k, v in space.items() if len(v) > 1}
-        self._fixed = {k: v[0] for k, v in space.items() if len(v) == 1}
+        self._free = space.free
+        user = {k: ss.choice(list(range(len(v)))) for k, v in self._free.items()}
+        if space.acf == "finite" and len(space.acf_options) > 1:
+            user[ACF_KNOB] = ss.choice(list(range(len(space.acf_options))))
         parts: list[Any] = []
         if user:
             parts.append(user)
-        if with_acf:
-            parts.append(_ptxas_space(ptxas_version))
+        if space.acf == "generated":
+            parts.append(_ptxas_space(space.ptxas_version))
         if not parts:
             raise UserError("search: nothing to search (every knob has one value and there is no ACF space)")
-        minimum = 3 + 2 * num_objectives  # CompileIQ keeps >= 1 + 2n survivors after culling >= 2
-        if pool_size < minimum:
+        if pool_size < min_pool_size(num_objectives):
             raise UserError(f"search.pool_size: {pool_size} is too small for {num_objectives} objective column(s) "
-                            f"with the compileiq engine (need at least {minimum})")
+                            f"with the compileiq engine (need at least {min_pool_size(num_objectives)})")
         config = SearchConfiguration(problem_type="min", generations=generations, pool_size=pool_size,
                                      num_objectives=num_objectives)
         self._search = Search(objective_function=lambda _c: 0.0, search_space=parts if len(parts) > 1 else parts[0],
-                              search_config=config, worker_type=WorkerTypes.MANUAL)
+                              search_config=config, worker_type=WorkerTypes.MANUAL,
+                              exit_on_failure=False)  # a generation of failures is data, not the end
         self._has_user = bool(user)
 
     def _decode(self, params: Any) -> tuple[dict[str, Any], bytes | None]:
         parts = params if isinstance(params, list) else [params]
-        user = parts[0] if self._has_user else {}
-        config = dict(self._fixed)
-        config.update({k: self.space[k][int(i)] for k, i in user.items()})
-        acf = bytes.fromhex(parts[-1]) if self.with_acf else None
+        user = dict(parts[0]) if self._has_user else {}
+        acf: bytes | None = None
+        if self.space.acf == "generated":
+            acf = bytes.fromhex(parts[-1])
+        elif self.space.acf == "finite":
+            acf = self.space.acf_options[int(user.pop(ACF_KNOB, 0))].data
+        config = self.space.config({k: self._free[k][int(i)] for k, i in user.items()})
         return config, acf
+
+    def _ask(self) -> list[Any]:
+        """CompileIQ never repeats a candidate: near exhaustion it refuses a full batch, so ask for what is left."""
+        try:
+            return list(self._search.ask())
+        except Exception as exc:
+            left = _untried(exc)
+            if left is None:
+                raise
+        if left == 0:
+            return []
+        try:
+            return list(self._search.ask(num_samples=left))
+        except Exception as exc:
+            if _untried(exc) is None:
+                raise
+            return []
 
     def ask(self) -> list[Proposal]:
         out = []
-        for cand in self._search.ask():
+        for cand in self._ask():
             config, acf = self._decode(cand.params)
             out.append(Proposal(engine_id=str(cand.param_id), config=config, acf=acf))
         return out
@@ -87,3 +129,9 @@ class CompileIQEngine:
     def save(self, path: str) -> bool:
         self._search.save_checkpoint(Path(path))
         return True
+
+    def restore(self, path: str) -> None:
+        """Continue from :meth:`save` on a fresh engine; proposals pending at save time stay pending (same ids)."""
+        from compileiq.backends import PendingCandidatePolicy
+
+        self._search.restore_checkpoint(Path(path), pending_policy=PendingCandidatePolicy.RESUBMIT)

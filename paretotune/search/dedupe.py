@@ -1,0 +1,105 @@
+"""Never spend budget on a point twice: repeated proposals are answered from a cache of earlier scores.
+
+Evolutionary engines re-propose points that left their population, and on a small finite space (4 configs
+x 6 ACFs) most of a random or evolutionary batch is repeats. The wrapper hands the campaign only new points
+and tells the inner engine the cached score for the repeats, so the inner engine sees every proposal scored.
+A failure is cached too: on a static (deterministic) campaign a failing point fails again.
+
+When ``max_attempts`` inner batches in a row bring nothing new, the space is taken to be exhausted and
+``ask`` returns ``[]``, which ends the campaign early.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+from paretotune.search.base import Proposal, SearchEngine
+from paretotune.search.space import point_key
+
+Score = tuple[float, ...] | None
+
+
+def proposal_key(p: Proposal) -> str:
+    return point_key(p.config, None if p.acf is None else hashlib.sha256(p.acf).hexdigest())
+
+
+class Deduplicated:
+    """Wraps an engine; ``cache`` (point key -> score) may be shared between engines of one campaign."""
+
+    def __init__(self, inner: SearchEngine, *, cache: dict[str, Score] | None = None,
+                 max_attempts: int = 50) -> None:
+        self.inner = inner
+        self.cache: dict[str, Score] = {} if cache is None else cache
+        self.max_attempts = max_attempts
+        self._keys: dict[str, str] = {}  # engine_id handed out -> its point key
+        self._known: dict[str, Score] = {}  # engine_id of a repeat -> cached score, told with the batch
+        self._twins: dict[str, str] = {}  # engine_id repeated within the batch -> engine_id handed out
+
+    def ask(self) -> list[Proposal]:
+        for _ in range(self.max_attempts):
+            proposals = self.inner.ask()
+            if not proposals:
+                return []
+            fresh: list[Proposal] = []
+            keys: dict[str, str] = {}
+            first_of: dict[str, str] = {}
+            known: dict[str, Score] = {}
+            twins: dict[str, str] = {}
+            for p in proposals:
+                key = proposal_key(p)
+                if key in self.cache:
+                    known[p.engine_id] = self.cache[key]
+                elif key in first_of:
+                    twins[p.engine_id] = first_of[key]
+                else:
+                    first_of[key] = p.engine_id
+                    keys[p.engine_id] = key
+                    fresh.append(p)
+            if fresh:
+                self._keys, self._known, self._twins = keys, known, twins
+                return fresh
+            self.inner.tell(known)
+        return []
+
+    def tell(self, scores: dict[str, Score]) -> None:
+        full = dict(self._known)
+        for engine_id, score in scores.items():
+            full[engine_id] = score
+            key = self._keys.get(engine_id)
+            if key is not None:
+                self.cache[key] = score
+        for engine_id, twin in self._twins.items():
+            if twin in scores:
+                full[engine_id] = scores[twin]
+        self._keys, self._known, self._twins = {}, {}, {}
+        if full:
+            self.inner.tell(full)
+
+    def save(self, path: str) -> bool:
+        """The inner engine's checkpoint at ``path`` plus ``<path>.dedupe.json`` (cache and the open batch)."""
+        if not self.inner.save(path):
+            return False
+        state = {"cache": {k: None if v is None else list(v) for k, v in self.cache.items()},
+                 "keys": self._keys, "known": {k: None if v is None else list(v) for k, v in self._known.items()},
+                 "twins": self._twins}
+        tmp = f"{path}.dedupe.json.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(state, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, f"{path}.dedupe.json")
+        return True
+
+    def restore(self, path: str) -> None:
+        """Inverse of :meth:`save`, on a freshly built wrapper (for resume)."""
+        restore = getattr(self.inner, "restore", None)
+        if restore is None:
+            raise NotImplementedError(f"{type(self.inner).__name__} cannot restore a checkpoint")
+        restore(path)
+        with open(f"{path}.dedupe.json", encoding="utf-8") as fh:
+            state = json.load(fh)
+        self.cache.update({k: None if v is None else tuple(v) for k, v in state["cache"].items()})
+        self._keys = dict(state["keys"])
+        self._known = {k: None if v is None else tuple(v) for k, v in state["known"].items()}
+        self._twins = dict(state["twins"])
