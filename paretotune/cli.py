@@ -14,6 +14,10 @@ import traceback
 COMMANDS: dict[str, str] = {
     "run": "run",
     "front": "front",
+    "resume": "resume",
+    "validate": "validate",
+    "report": "report",
+    "export": "export",
 }
 
 

@@ -1,0 +1,36 @@
+"""Write a run's report: one self-contained HTML page with Pareto plots and tables, plus PNGs of the main plots.
+
+The page needs no network (plotly.js is inlined), so it can be attached to a review as one file. By default
+everything goes to ``RUN_DIR/report/``: ``report.html``, ``front.png`` (the objective pairs), and where the
+run supports them ``shapes.png``, ``parallel.png``, ``hypervolume.png`` and ``validation.png``.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from paretotune.errors import UserError
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", type=Path, help="a run directory written by 'paretotune run'")
+    parser.add_argument("--out", type=Path, help="output folder (default: RUN_DIR/report)")
+    parser.add_argument("--no-png", action="store_true", help="write only the HTML page")
+
+
+def main(args: argparse.Namespace) -> int:
+    from paretotune.report import load_report_data, render_html, write_pngs
+
+    data = load_report_data(Path(args.run_dir))
+    out = Path(args.out) if args.out else Path(args.run_dir) / "report"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"{out}: cannot create the report folder ({exc.strerror})") from None
+    page = out / "report.html"
+    page.write_text(render_html(data), encoding="utf-8")
+    pngs = [] if args.no_png else write_pngs(data, out)
+    print(f"report: {page} ({len(data.plots())} plots)")
+    for png in pngs:
+        print(f"  {png}")
+    return 0

@@ -1,0 +1,302 @@
+"""ReportData → one self-contained HTML file: plotly.js is inlined once, so the page opens offline and can
+be mailed or attached to a review as a single file.
+
+Every plot sits in ``<figure class="plot" data-plot="NAME">`` (names from ``ReportData.plots()``). A small
+script shows any JavaScript error at the top of the page, so a plot that fails to draw is visible rather than
+an empty box.
+"""
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any
+
+from paretotune.report.data import ReportData
+from paretotune.report.figures import figures
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#222;background:#fafafa}
+header{background:#1d2b3a;color:#fff;padding:14px 28px}header h1{margin:0;font-size:22px}
+header p{margin:4px 0 0;color:#c9d3de;font-size:13px}
+nav{padding:8px 28px;background:#eef1f4;font-size:14px;position:sticky;top:0;z-index:10}
+nav a{margin-right:16px;color:#1d4f91;text-decoration:none}
+main{padding:8px 28px 40px}section{margin:22px 0}h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:4px}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:14px}
+figure.plot{margin:0;background:#fff;border:1px solid #e2e2e2;border-radius:6px;padding:4px;min-width:0}
+table{border-collapse:collapse;font-size:13px;background:#fff}
+th,td{border:1px solid #ddd;padding:4px 8px;text-align:right;vertical-align:top}
+th{background:#f0f2f5}td.text,th.text{text-align:left}
+dl.summary{display:grid;grid-template-columns:max-content 1fr;gap:4px 16px;font-size:14px;margin:0}
+dl.summary dt{font-weight:600}dl.summary dd{margin:0}
+.note{color:#555;font-style:italic;font-size:14px}.scroll{overflow-x:auto}
+tr.baseline td{background:#f6f6f6}code{font-size:12px}
+.verdict-faster{color:#1a7f1a;font-weight:600}.verdict-error,.verdict-control-flagged{color:#b42318;font-weight:600}
+#render-errors{background:#fde8e8;color:#8a1c1c;padding:10px 28px;font-family:monospace;white-space:pre-wrap}
+"""
+
+# Shows uncaught errors on the page itself; the report test reads this box too.
+ERROR_HOOK = """
+window.addEventListener("error", function (e) {
+  var box = document.getElementById("render-errors");
+  if (!box) { return; }
+  box.hidden = false;
+  box.textContent += "JavaScript error: " + e.message + "\\n";
+});
+"""
+
+SECTIONS = [("summary", "Summary"), ("tradeoffs", "Trade-offs"), ("shapes", "Across shapes"),
+            ("objectives", "All objectives"), ("progress", "Search progress"), ("front", "Pareto front"),
+            ("validation", "Validation"), ("failures", "Failures")]
+
+
+def render_html(data: ReportData) -> str:
+    """The whole page as one string."""
+    from plotly.offline import get_plotlyjs
+
+    plots = {name: _figure_html(name, fig) for name, fig in figures(data)}
+    body = [
+        _summary(data),
+        _tradeoffs(data, plots),
+        _shapes(data, plots) if data.shapes is not None or "shapes" in data.notes else "",
+        _section("objectives", "All objectives", [plots["parallel"]]) if "parallel" in plots else
+        _section("objectives", "All objectives", [_note(data.notes.get(
+            "parallel", "two objective columns or fewer: the scatter plots above show them all"))]),
+        _section("progress", "Search progress", [plots.get("progress") or _note(data.notes.get("progress", ""))]
+                 + ([_note("hypervolume leaves out " + ", ".join(data.progress.ignored)
+                           + ": every candidate equals the baseline there")]
+                    if data.progress is not None and data.progress.ignored else [])),
+        _front(data),
+        _validation(data, plots),
+        _failures(data),
+    ]
+    present = {"shapes": data.shapes is not None or "shapes" in data.notes}
+    nav = "".join(f'<a href="#{key}">{label}</a>' for key, label in SECTIONS if present.get(key, True))
+    s = data.summary
+    return "\n".join([
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>paretotune report: {_e(s.campaign)}</title>", f"<style>{CSS}</style>",
+        f"<script>{ERROR_HOOK}</script>",
+        f'<script type="text/javascript">{get_plotlyjs()}</script>',
+        "</head><body>",
+        (f"<header><h1>paretotune report: {_e(s.campaign)}</h1>"
+         f"<p>{_e(s.run_dir)}{' &middot; created ' + _e(s.created) if s.created else ''}</p></header>"),
+        f"<nav>{nav}</nav>", '<div id="render-errors" hidden></div>',
+        "<main>", *[b for b in body if b], "</main></body></html>",
+    ])
+
+
+def _figure_html(name: str, fig: Any) -> str:
+    import plotly.io as pio
+
+    div = pio.to_html(fig, full_html=False, include_plotlyjs=False, include_mathjax=False,
+                      config={"displaylogo": False, "responsive": True})
+    return f'<figure class="plot" data-plot="{_e(name)}">{div}</figure>'
+
+
+# -- sections -----------------------------------------------------------------------------------------------
+def _summary(data: ReportData) -> str:
+    s = data.summary
+    objectives = ", ".join(f"{_e(o)} ({'min' if d == 'min' else 'max'})" for o, d in s.objectives)
+    versions = ", ".join(f"{_e(k)} {_e(v)}" for k, v in s.versions.items()) or "not recorded"
+    counts = (f"{s.n_evaluated} evaluated (baseline included), {s.n_failed} failed, {s.n_excluded} excluded "
+              f"from ranking, {s.n_front} on the Pareto front")
+    if s.hypervolume is None:
+        hv = "n/a (no successful baseline)"
+    else:
+        hv = f"{s.hypervolume:.4g} (baseline-ratio space; 0 = nothing beats the baseline)"
+    items = [("Kernel", f"<code>{_e(s.kernel)}</code>"), ("Shapes", "; ".join(_e(x) for x in s.shapes) or "-"),
+             ("Objectives", objectives), ("Budget", _e(s.budget)), ("Target", _e(s.target)),
+             ("Toolchain", versions), ("Seed", _e("-" if s.seed is None else str(s.seed))),
+             ("Evaluations", counts), ("Hypervolume", hv)]
+    if data.baseline is not None:
+        items.append(("Baseline", ", ".join(f"{_e(k)} = {_fmt(v)}" for k, v in data.baseline.items())))
+    dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in items)
+    parts = [f'<dl class="summary">{dl}</dl>']
+    if "constant" in data.notes:
+        parts.append(_note("Constant objectives: " + data.notes["constant"]))
+    return _section("summary", "Summary", parts)
+
+
+def _tradeoffs(data: ReportData, plots: dict[str, str]) -> str:
+    figs = [html_ for name, html_ in plots.items() if name.startswith("pair:") or name == "values"]
+    parts = []
+    if figs:
+        parts.append(_note("Each point is one or more candidates with the same values (bigger = more); red points "
+                           "are on Pareto front 0 over all objectives, so a red point can look dominated in one "
+                           "projection. The star is the baseline (default config, no ACF)."
+                           if data.pairs else "One objective: the distribution of every successful candidate."))
+        # auto-fill (not auto-fit) keeps the column width fixed while the figures are added one by one, so
+        # plotly sizes each plot for its final cell rather than for the whole row
+        parts.append(f'<div class="grid">{"".join(figs)}</div>' if len(figs) > 1 else figs[0])
+    if data.pairs_omitted:
+        parts.append(_note(f"{data.pairs_omitted} more pairs not drawn (see the parallel-coordinates plot)."))
+    if not figs:
+        parts.append(_note(data.notes.get("values") or data.notes.get("pairs", "nothing to plot")))
+    return _section("tradeoffs", "Trade-offs", parts)
+
+
+def _shapes(data: ReportData, plots: dict[str, str]) -> str:
+    if data.shapes is None:
+        return _section("shapes", "Across shapes", [_note(data.notes.get("shapes", ""))])
+    parts = [_note(f"Shown: {data.shapes.selection}."), plots["shapes"]]
+    table = data.all_shapes
+    if table is not None:
+        parts.append("<h3>Candidates that beat the baseline on every shape</h3>")
+        if table.empty:
+            parts.append(_note("none"))
+        else:
+            speed = [c for c in table.columns if str(c).startswith("speedup@")]
+            headers = ["rank", "id", "acf", "geomean", "worst", *speed, "config"]
+            rows = [[str(int(r["rank"])), str(int(r["candidate_id"])), _acf(r["acf"]),
+                     _times(r["geomean_speedup"]), f"{_times(r['worst_speedup'])} ({_e(r['worst_shape'])})",
+                     *[_times(r[c]) for c in speed], _config(r["config"])]
+                    for _, r in table.head(50).iterrows()]
+            parts.append(_table(headers, rows, text_columns={"acf", "config"}))
+            if len(table) > 50:
+                parts.append(_note(f"... and {len(table) - 50} more (paretotune export has them all)."))
+    return _section("shapes", "Across shapes", parts)
+
+
+def _front(data: ReportData) -> str:
+    front = data.front
+    if front.empty:
+        return _section("front", "Pareto front", [_note("no candidate evaluated successfully")])
+    headers = ["rank", "id", "gen", "acf"]
+    for c in data.columns:
+        headers += [c.column, "ratio"]
+    headers += ["crowding", "config"]
+    rows, classes = [], []
+    for _, r in front.iterrows():
+        cells = [str(int(r["rank"])), f"{int(r['candidate_id'])}{' (baseline)' if r['is_baseline'] else ''}",
+                 str(int(r["generation"])), _acf(r["acf"])]
+        for c in data.columns:
+            ratio = r[f"{c.column} ratio"]
+            cells += [_fmt(r[c.column]), "-" if _nan(ratio) else f"{float(ratio):.3f}x"]
+        cells += [_fmt(r["crowding"]), _config(r["config"])]
+        rows.append(cells)
+        classes.append("baseline" if r["is_baseline"] else "")
+    intro = _note("Front 0 in ranking order (crowding distance, extremes first). Ratio is value / baseline "
+                  "(0.87x runtime is 13% faster; 1.5x occupancy is 50% more). ACF files: "
+                  "<run>/acf/<sha>.acf.")
+    return _section("front", f"Pareto front ({len(front)})",
+                    [intro, _table(headers, rows, text_columns={"acf", "config"}, row_classes=classes)])
+
+
+def _validation(data: ReportData, plots: dict[str, str]) -> str:
+    table = data.validation
+    if table is None:
+        return _section("validation", "Validation", [_note("not validated yet: run 'paretotune validate RUN_DIR' "
+                                                           "on a GPU to re-measure the front against the baseline")])
+    parts = []
+    if (table["verdict"] == "control flagged").any():
+        parts.append('<p class="verdict-control-flagged">The control (baseline against itself) came out '
+                     "significant: the machine was too noisy for these verdicts to be trusted.</p>")
+    if "validation" in plots:
+        parts.append(plots["validation"])
+    wanted = ["shape", "candidate_id", "role", "n", "speedup", "ci_low", "ci_high", "cohens_d", "p_value",
+              "p_holm", "verdict", "failed"]
+    columns = [c for c in wanted if c in table.columns]
+    rows = []
+    for _, r in table.iterrows():
+        cells = []
+        for c in columns:
+            value = r[c]
+            if c == "verdict":
+                cells.append(f'<span class="verdict-{_e(str(value).replace(" ", "-"))}">{_e(value)}</span>')
+            elif c in ("speedup", "ci_low", "ci_high"):
+                cells.append(_times(value))
+            elif isinstance(value, str):
+                cells.append(_e(value))
+            else:
+                cells.append(_fmt(value))
+        rows.append(cells)
+    headers = ["reasons" if c == "failed" else c for c in columns]  # why not significant, or the error
+    parts.append(_table(headers, rows, text_columns={"shape", "role", "verdict", "reasons"}))
+    return _section("validation", "Validation", parts)
+
+
+def _failures(data: ReportData) -> str:
+    failures = data.failures
+    if failures.empty:
+        return _section("failures", "Failures", [_note("none: every evaluation produced usable values")])
+    rows = [[str(int(r["candidate_id"])) + (" (baseline)" if bool(r["is_baseline"]) else ""),
+             str(int(r["generation"])), _e(r["status"]), _e(r["reason"]), _config(r["config"])]
+            for _, r in failures.iterrows()]
+    return _section("failures", f"Failures ({len(failures)})",
+                    [_note("Failed evaluations and rows with a missing or non-finite objective value are not ranked."),
+                     _table(["id", "gen", "status", "reason", "config"], rows,
+                            text_columns={"status", "reason", "config"})])
+
+
+# -- helpers ------------------------------------------------------------------------------------------------
+def _section(key: str, title: str, parts: Iterable[str]) -> str:
+    return f'<section id="{key}"><h2>{_e(title)}</h2>{"".join(p for p in parts if p)}</section>'
+
+
+def _note(text: str) -> str:
+    return f'<p class="note">{_e(text)}</p>' if text else ""
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, text_columns: Collection[str] = (),
+           row_classes: Sequence[str] | None = None) -> str:
+    """Cells must already be escaped; headers are escaped here."""
+    def cls(h: str) -> str:
+        return ' class="text"' if h in text_columns else ""
+    head = "".join(f"<th{cls(h)}>{_e(h)}</th>" for h in headers)
+    body = []
+    for i, row in enumerate(rows):
+        rc = row_classes[i] if row_classes else ""
+        tds = "".join(f"<td{cls(h)}>{cell}</td>" for h, cell in zip(headers, row, strict=True))
+        body.append(f'<tr class="{rc}">{tds}</tr>' if rc else f"<tr>{tds}</tr>")
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _nan(value: Any) -> bool:
+    try:
+        return math.isnan(float(value))
+    except (TypeError, ValueError):
+        return True
+
+
+def _fmt(value: Any) -> str:
+    if value is None or isinstance(value, bool):
+        return _e(value)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return _e(value)
+    if math.isnan(number):
+        return "-"
+    if math.isinf(number):
+        return "∞" if number > 0 else "-∞"
+    return f"{number:.0f}" if number.is_integer() and abs(number) < 1e15 else f"{number:.4g}"
+
+
+def _times(value: Any) -> str:
+    return "-" if _nan(value) else ("∞" if math.isinf(float(value)) else f"{float(value):.3f}x")
+
+
+def _acf(value: Any) -> str:
+    sha = value if isinstance(value, str) else ""
+    return f'<code title="{_e(sha)}">{_e(sha[:12])}</code>' if sha else "none"
+
+
+def _config(text: Any) -> str:
+    if isinstance(text, str):
+        try:
+            config = json.loads(text)
+        except json.JSONDecodeError:
+            return _e(text)
+    else:
+        config = text
+    if isinstance(config, dict):
+        return _e(" ".join(f"{k}={v}" for k, v in config.items()) or "{}")
+    return "" if config is None or (isinstance(config, float) and math.isnan(config)) else _e(config)
+

@@ -1,0 +1,92 @@
+"""Open the report of a real CPU quickstart run in headless Chromium: every plot draws, nothing logs an error.
+
+Chromium runs once per page with ``--dump-dom`` (the DOM after scripts ran) and ``--screenshot``, and with
+``--enable-logging=stderr`` so that every console message and uncaught exception shows up as a
+``CONSOLE`` line. The only lines tolerated are the GPU driver's performance notices that software WebGL
+(used by the parallel-coordinates plot) emits in a headless, GPU-less browser.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from paretotune.cli import main as cli_main
+from paretotune.report import load_report_data
+from paretotune.store import RunDir
+
+from .conftest import two_shape_run, validation_frame
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+CONSOLE = re.compile(r":CONSOLE(?::\d+)?\] \"(?P<message>.*)\", source: (?P<source>.*)$")
+# software WebGL in a GPU-less headless browser: performance notices from the GL driver, not page errors
+HARMLESS = re.compile(r"^\[\.WebGL-0x[0-9a-f]+\]GL Driver Message \(OpenGL, Performance, ")
+FIGURE = re.compile(r'<figure class="plot" data-plot="([^"]+)">(.*?)</figure>', re.DOTALL)
+
+
+def chromium() -> str:
+    for name in BROWSERS:
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.skip("headless Chromium not installed (Debian: apt-get install chromium; .ci/install-chromium.sh)")
+
+
+@dataclass(frozen=True)
+class Rendered:
+    dom: str
+    console: list[str]  # console messages other than the harmless GL notices
+    screenshot: Path
+
+
+def render(page: Path, screenshot: Path) -> Rendered:
+    env = dict(os.environ, HOME=str(screenshot.parent))  # chromium writes a profile under HOME
+    proc = subprocess.run(
+        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--enable-unsafe-swiftshader",
+         "--hide-scrollbars", "--window-size=1400,4200", "--virtual-time-budget=20000",
+         "--enable-logging=stderr", "--v=0", f"--user-data-dir={screenshot.parent / 'profile'}",
+         f"--screenshot={screenshot}", "--dump-dom", page.resolve().as_uri()],
+        capture_output=True, text=True, timeout=180, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    messages = [m.group("message") for m in map(CONSOLE.search, proc.stderr.splitlines()) if m]
+    return Rendered(dom=proc.stdout, console=[m for m in messages if not HARMLESS.match(m)], screenshot=screenshot)
+
+
+def check_every_plot_rendered(rendered: Rendered, expected: list[str]) -> None:
+    assert rendered.console == [], f"console messages: {rendered.console}"
+    figures = FIGURE.findall(rendered.dom)
+    assert [name for name, _ in figures] == expected
+    for name, body in figures:
+        # plotly draws each plot into <svg class="main-svg"> layers; a failed newPlot leaves an empty div
+        assert 'class="main-svg"' in body, f"plot {name} did not render"
+        assert 'class="plot-container plotly"' in body, f"plot {name} has no plotly container"
+    errors = re.search(r'<div id="render-errors"( hidden(="")?)?>(.*?)</div>', rendered.dom, re.DOTALL)
+    assert errors is not None and errors.group(1) and errors.group(3) == "", "the page caught a JavaScript error"
+    blob = rendered.screenshot.read_bytes()
+    assert blob.startswith(b"\x89PNG") and len(blob) > 50_000
+
+
+def test_quickstart_report_renders(quickstart_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ids = [int(i) for i in RunDir(quickstart_copy).results()["candidate_id"] if i > 0][:3]
+    validation_frame("wide", ids).to_csv(quickstart_copy / "validation.csv", index=False)
+    assert cli_main(["report", str(quickstart_copy)]) == 0
+    page = quickstart_copy / "report" / "report.html"
+    assert f"report: {page}" in capsys.readouterr().out
+    expected = load_report_data(quickstart_copy).plots()
+    assert {"parallel", "progress", "validation"} <= set(expected) and expected[0].startswith("pair:")
+    rendered = render(page, tmp_path / "quickstart.png")
+    check_every_plot_rendered(rendered, expected)
+    assert "faster" in rendered.dom and "control ok" in rendered.dom  # validation verdicts on the page
+
+
+def test_two_shape_report_renders(tmp_path: Path) -> None:
+    run = two_shape_run(tmp_path / "run")
+    assert cli_main(["report", str(run), "--no-png"]) == 0
+    expected = load_report_data(run).plots()
+    assert "shapes" in expected
+    check_every_plot_rendered(render(run / "report" / "report.html", tmp_path / "two_shapes.png"), expected)

@@ -1,0 +1,82 @@
+"""The HTML page and the PNG files, checked as files (the browser test renders them)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from paretotune.report import load_report_data, render_html, write_pngs
+
+from .conftest import column, two_shape_run, write_run
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def plot_names(page: str) -> list[str]:
+    return re.findall(r'<figure class="plot" data-plot="([^"]+)">', page)
+
+
+def test_page_is_self_contained(tmp_path: Path) -> None:
+    data = load_report_data(two_shape_run(tmp_path / "run"))
+    page = render_html(data)
+    assert plot_names(page) == data.plots()
+    assert page.count("Plotly.newPlot(") == len(data.plots())
+    # no external resource: no script/link/img fetched from anywhere, plotly.js inlined exactly once
+    assert not re.search(r'<(script|link|img|iframe)[^>]+(src|href)=', page)
+    from plotly.offline import get_plotlyjs
+
+    assert page.count(get_plotlyjs()[:2000]) == 1  # the library is inlined once, not per plot
+    for section in ("summary", "tradeoffs", "shapes", "objectives", "progress", "front", "validation", "failures"):
+        assert f'<section id="{section}">' in page
+    assert "synthetic-two-shapes" in page and "compile timeout" in page  # the failure and its reason
+    assert "Candidates that beat the baseline on every shape" in page
+    assert "not validated yet" in page
+
+
+def test_text_is_escaped(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "run", [column("runtime")],
+                    [{"candidate_id": 0, "is_baseline": True, "values": {"runtime": 1.0}},
+                     {"candidate_id": 1, "status": "failed", "error": "<script>alert(1)</script>"}],
+                    meta={"campaign": "<b>evil</b>"})
+    page = render_html(load_report_data(run))
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<b>evil</b>" not in page and "&lt;b&gt;evil&lt;/b&gt;" in page
+
+
+@pytest.mark.parametrize("case", ["only_baseline", "all_failed", "empty", "single_objective"])
+def test_edge_cases_render(tmp_path: Path, case: str) -> None:
+    columns = [column("runtime"), column("occupancy", "max")]
+    rows = {
+        "only_baseline": [{"candidate_id": 0, "is_baseline": True, "values": {"runtime": 1.0, "occupancy": 50.0}}],
+        "all_failed": [{"candidate_id": 0, "is_baseline": True, "status": "failed", "error": "ptxas crashed"}],
+        "empty": [],
+        "single_objective": [{"candidate_id": 0, "is_baseline": True, "values": {"runtime": 1.0}},
+                             {"candidate_id": 1, "values": {"runtime": 0.8}}],
+    }[case]
+    data = load_report_data(write_run(tmp_path / "run", columns[:1] if case == "single_objective" else columns,
+                                      rows))
+    page = render_html(data)
+    assert plot_names(page) == data.plots()
+    pngs = write_pngs(data, tmp_path / "png")
+    assert all(p.read_bytes().startswith(PNG_MAGIC) for p in pngs)
+    if case == "all_failed":
+        assert data.plots() == [] and pngs == []
+        assert "ptxas crashed" in page and "no candidate evaluated successfully" in page
+    if case == "single_objective":
+        assert [p.name for p in pngs] == ["values.png", "hypervolume.png"]
+
+
+def test_pngs_of_the_quickstart_run(quickstart_run: Path, tmp_path: Path) -> None:
+    data = load_report_data(quickstart_run)
+    pngs = write_pngs(data, tmp_path)
+    assert [p.name for p in pngs] == ["front.png", "parallel.png", "hypervolume.png"]
+    for png in pngs:
+        blob = png.read_bytes()
+        assert blob.startswith(PNG_MAGIC) and 5_000 < len(blob) < 200_000, (png, len(blob))
+
+
+def test_pngs_of_two_shapes(tmp_path: Path) -> None:
+    data = load_report_data(two_shape_run(tmp_path / "run"))
+    names = [p.name for p in write_pngs(data, tmp_path / "png")]
+    assert names == ["front.png", "shapes.png", "parallel.png", "hypervolume.png"]
