@@ -98,6 +98,8 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="bench-helion-"))
     ours = paretotune_side(work, args.m, args.n, args.generations, args.pool)
+    args.out.write_text(json.dumps({"paretotune": ours, "partial": True}, indent=1, default=str))
+    print(json.dumps({"paretotune": ours}, default=str), flush=True)
     acfs = sorted(str(p) for p in Path(ours["acf_dir"]).glob("*.acf"))[: args.acfs]
     theirs = helion_side(work, acfs, args.m, args.n, args.helion_budget_s)
     rate = (theirs["s_per_config"] / ours["s_per_candidate_steady"]) if theirs["s_per_config"] else None

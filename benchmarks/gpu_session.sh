@@ -14,7 +14,7 @@ for step in "$@"; do
       python3 -c "import torch,triton,helion,compileiq,sys;print(sys.version.split()[0],torch.__version__,triton.__version__,helion.__version__,compileiq.__version__ if hasattr(compileiq,'__version__') else '')"
       ptxas --version | tail -1; ncu --version | tail -1 ;;
     tests)
-      log tests; timeout 420 python3 -m pytest tests -m gpu -q -p no:cacheprovider 2>&1 | tee "$OUTDIR/gpu_tests.log" | tail -25 ;;
+      log tests; timeout ${TESTS_TIMEOUT:-330} python3 -m pytest ${GPU_TEST_PATHS:-tests/gpu tests/kernels tests/ncu} -m gpu -v --tb=short --timeout=${TEST_TIMEOUT:-170} -p no:cacheprovider 2>&1 | tee "$OUTDIR/gpu_tests.log" | tail -25 ;;
     shared)
       log shared; timeout 300 python3 -m paretotune.cli run configs/shared_acf_softmax.yaml --out "$OUTDIR/runs/shared" --quiet
       timeout 200 python3 -m paretotune.cli validate "$OUTDIR/runs/shared" --top 4 --rounds 30 ;;
@@ -22,9 +22,9 @@ for step in "$@"; do
       log occupancy; timeout 300 python3 -m paretotune.cli run configs/occupancy_softmax.yaml --out "$OUTDIR/runs/occupancy" --quiet
       timeout 200 python3 -m paretotune.cli validate "$OUTDIR/runs/occupancy" --top 3 --rounds 30 ;;
     ncu)
-      log ncu; timeout 240 python3 benchmarks/bench_ncu_batch.py --out "$OUTDIR/ncu_batch.json" ;;
+      log ncu; timeout 150 python3 benchmarks/bench_ncu_batch.py --out "$OUTDIR/ncu_batch.json" --singles 3 2>&1 | tail -30 ;;
     helion)
-      log helion; timeout 300 python3 benchmarks/bench_vs_helion.py --out "$OUTDIR/vs_helion.json" ;;
+      log helion; timeout 170 python3 benchmarks/bench_vs_helion.py --out "$OUTDIR/vs_helion.json" --helion-budget-s 60 2>&1 | tail -40 ;;
   esac
 done
 (cd "$OUTDIR" && tar czf runs.tgz runs && rm -rf runs)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -23,6 +23,11 @@ from paretotune.store.run_dir import RunDir
 from paretotune.toolchain.ptxas import Ptxas
 
 READY_TIMEOUT_S = 180.0
+
+
+def input_seed(campaign_seed: int, candidate_id: int) -> int:
+    """Each candidate gets its own fresh random inputs, reproducible from the campaign seed."""
+    return campaign_seed * 100003 + candidate_id
 
 
 class GpuWorker:
@@ -103,28 +108,36 @@ class GpuEvaluator:
         self.gpu = GpuWorker(campaign, ptxas, ev.measure_timeout_s)
 
     def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
+        return list(self.stream(candidates))
+
+    def stream(self, candidates: Sequence[Candidate]) -> Iterator[TrialRecord]:
+        """Yield each record as soon as it is final, so the loop stores it at once (a kill loses nothing).
+
+        Without ncu objectives a candidate is final after its GPU measurement; with them, after the batch's
+        one ncu process, so measured candidates are held back until then.
+        """
         by_id = {c.candidate_id: c for c in candidates}
-        out: list[TrialRecord] = []
+        needs_ncu = any(o.required_ncu_metrics for o in self.objectives)
         measured: list[tuple[TrialRecord, dict[str, Any]]] = []
         for rec in self.pool.run(candidates):  # static results arrive while the GPU measures earlier ones
             if rec.status != "ok":
-                out.append(rec)
+                yield rec
                 continue
             cand = by_id[rec.candidate_id]
             acf = str(self.run.acf_path(cand.acf)) if cand.acf else None
             start = time.perf_counter()
-            status, payload = self.gpu.run(GpuJob(cand.candidate_id, cand.config, acf,
-                                                  self.campaign.spec.seed * 100003 + cand.candidate_id),
-                                           len(self.campaign.shapes))
+            status, payload = self.gpu.run(GpuJob(cand.candidate_id, cand.config, acf, input_seed(
+                self.campaign.spec.seed, cand.candidate_id)), len(self.campaign.shapes))
             elapsed = time.perf_counter() - start
             if status != "ok":
-                out.append(replace(rec, status="failed", error=payload, measure_s=elapsed))
-                continue
-            measured.append((replace(rec, measure_s=elapsed), payload))
+                yield replace(rec, status="failed", error=payload, measure_s=elapsed)
+            elif needs_ncu:
+                measured.append((replace(rec, measure_s=elapsed), payload))
+            else:
+                yield self._finish(replace(rec, measure_s=elapsed), payload, {})
         ncu = self._ncu([r for r, _ in measured])
         for rec, per_shape in measured:
-            out.append(self._finish(rec, per_shape, ncu.get(rec.candidate_id, {})))
-        return out
+            yield self._finish(rec, per_shape, ncu.get(rec.candidate_id, {}))
 
     def _ncu(self, records: list[TrialRecord]) -> dict[int, dict[str, dict[str, float]]]:
         metrics = sorted({m for o in self.objectives for m in o.required_ncu_metrics})

@@ -19,6 +19,7 @@ from paretotune.store.run_dir import RunDir
 def measure_batch(campaign: Campaign, run: RunDir, records: Sequence[TrialRecord],
                   metrics: Sequence[str]) -> dict[int, dict[str, dict[str, float]]]:
     """{candidate_id: {shape: {metric: value}}} for every item ncu measured; missing items are left out."""
+    from paretotune.execution.gpu import input_seed
     from paretotune.ncu import BatchItem, NcuOptions, python_child, run_batch
 
     items = []
@@ -26,7 +27,7 @@ def measure_batch(campaign: Campaign, run: RunDir, records: Sequence[TrialRecord
         for shape in campaign.shapes:
             params = {"run_dir": str(run.path), "config": rec.config, "shape": shape.label,
                       "acf": str(run.acf_path(rec.acf)) if rec.acf else None,
-                      "seed": campaign.spec.seed * 100003 + rec.candidate_id}
+                      "seed": input_seed(campaign.spec.seed, rec.candidate_id)}
             items.append(BatchItem(rec.candidate_id, shape.label, params))
     workdir = run.path / "ncu" / f"batch{records[0].candidate_id:05d}"
     workdir.mkdir(parents=True, exist_ok=True)
