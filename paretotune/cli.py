@@ -18,6 +18,7 @@ COMMANDS: dict[str, str] = {
     "validate": "validate",
     "report": "report",
     "export": "export",
+    "serve": "serve",
 }
 
 

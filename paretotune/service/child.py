@@ -1,0 +1,30 @@
+"""Entry point of a campaign process: die with the server, then run the CLI as usual.
+
+``python -m paretotune.service.child SERVER_PID run CONFIG --out RUN --resume --quiet``. PR_SET_PDEATHSIG is
+set here rather than in a ``preexec_fn`` (unsafe in a threaded server). It fires when the server's
+scheduler thread, which starts every campaign process, ends: with the server, SIGKILL included. If the
+server died before the signal was armed, the process exits at once; the next server resumes the campaign.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+
+
+def main(argv: list[str]) -> int:
+    server = int(argv[0])
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the next server's recover() kills what is left
+    if os.getppid() != server:
+        return 1
+    from paretotune.cli import main as cli
+
+    return cli(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
