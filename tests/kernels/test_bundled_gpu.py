@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from kernel_cases import BUNDLED, Bundled
 
+from paretotune.execution.timing import check_output
 from paretotune.kernels.helion import HelionAdapter
 from paretotune.toolchain.arch import TARGETS
 from paretotune.toolchain.ptxas import Ptxas, build_ptx
@@ -32,6 +33,12 @@ def _jit_function(kernel: Bundled, adapter: Any, acf: Path | None) -> Any:
     host = adapter.kernel.bind(args).compile_config(adapter.helion_config(adapter.default_config(), acf),
                                                     allow_print=False)
     return host.__globals__[adapter.kernel_name]
+
+
+def _code(ptx: str) -> str:
+    """PTX without debug line info: Helion's host code for an ACF shifts source lines, not instructions."""
+    body = ptx.split("\t.section\t.debug", 1)[0]
+    return "\n".join(line for line in body.splitlines() if not line.lstrip().startswith((".loc", ".file", "$L__")))
 
 
 def _launched(jit_fn: Any, acf: Path | None) -> Any:
@@ -63,15 +70,22 @@ def test_prepare_runs_and_matches_the_static_build(kernel: Bundled, with_acf: bo
     assert isinstance(out, torch.Tensor) and out.is_cuda and out.shape == expected.shape
     assert torch.isfinite(out.float()).all()
     what = f"with ACF {acf.name}" if acf else "without ACF"
-    torch.testing.assert_close(out, expected, atol=prepared.atol, rtol=prepared.rtol,
-                               msg=lambda m: f"{kernel.name} {what} differs from the reference: {m}")
+    problem = check_output(out, expected, prepared.atol, prepared.rtol)
+    if acf is None:
+        torch.testing.assert_close(out, expected, atol=prepared.atol, rtol=prepared.rtol,
+                                   msg=lambda m: f"{kernel.name} {what} differs from the reference: {m}")
+    else:
+        # a random ACF may miscompile (seen on the H200: helion_rms_norm gave wrong answers with one); what
+        # must hold is that the correctness gate of the campaign says so exactly when torch does
+        close = torch.allclose(out.float(), expected.float(), atol=prepared.atol, rtol=prepared.rtol)
+        assert (problem is None) == close, f"{kernel.name} {what}: gate said {problem!r}, allclose said {close}"
     assert prepared.launch() is not None  # launches again (timing loops call it many times)
     torch.cuda.synchronize()
 
     compiled = _launched(_jit_function(kernel, adapter, acf), acf)
     assert compiled.name == prepared.kernel_name
     static = adapter.compile_ptx(config, shape, TARGETS["sm_90"])
-    assert compiled.asm["ptx"] == static.ptx, "the GPU build's PTX differs from the CPU (meta) compile"
+    assert _code(compiled.asm["ptx"]) == _code(static.ptx), "the GPU build's PTX differs from the CPU (meta) compile"
     stats = build_ptx(ptxas, static.ptx, TARGETS["sm_90"], acf, kernel_name=static.kernel_name,
                       num_warps=static.num_warps, dynamic_shared=static.dynamic_shared)
     assert compiled.n_regs == stats.registers
