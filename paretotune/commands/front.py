@@ -50,7 +50,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def build_report(path: Path) -> FrontReport:
-    run = _open(path)
+    run = RunDir.open(path)
     try:
         columns = run.objective_columns()
     except (KeyError, TypeError) as exc:
@@ -72,19 +72,6 @@ def build_report(path: Path) -> FrontReport:
         hypervolume=None if baseline is None else hypervolume(results, directions),
         all_shapes=select_all_shapes(results, columns) if several_shapes and baseline is not None else None,
     )
-
-
-def _open(path: Path) -> RunDir:
-    if not path.exists():
-        raise UserError(f"{path}: no such run directory")
-    if not path.is_dir():
-        raise UserError(f"{path}: not a directory; give the run directory written by 'paretotune run'")
-    run = RunDir(path)
-    try:
-        run.meta()
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path}/run.json: not valid JSON (line {exc.lineno})") from None
-    return run
 
 
 # -- JSON ---------------------------------------------------------------------------------------------------

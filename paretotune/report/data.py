@@ -158,7 +158,7 @@ class ReportData:
 # -- reading ------------------------------------------------------------------------------------------------
 def load_run(path: Path) -> tuple[RunDir, list[ObjectiveColumn], pd.DataFrame]:
     """The run, its objective columns and its results table; bad directories are one-line UserErrors."""
-    run = _open(path)
+    run = RunDir.open(path)
     try:
         columns = run.objective_columns()
     except (KeyError, TypeError) as exc:
@@ -180,19 +180,6 @@ def load_report_data(path: Path) -> ReportData:
             raise UserError(f"{path / VALIDATION}: not a readable CSV ({exc})") from None
     return build_report_data(run_dir=str(path), meta=run.meta(), columns=columns, results=results,
                              campaign_text=campaign_text, validation=validation)
-
-
-def _open(path: Path) -> RunDir:
-    if not path.exists():
-        raise UserError(f"{path}: no such run directory")
-    if not path.is_dir():
-        raise UserError(f"{path}: not a directory; give the run directory written by 'paretotune run'")
-    run = RunDir(path)
-    try:
-        run.meta()
-    except ValueError as exc:  # json.JSONDecodeError
-        raise UserError(f"{path}/run.json: not valid JSON ({exc})") from None
-    return run
 
 
 # -- building -----------------------------------------------------------------------------------------------

@@ -53,6 +53,21 @@ class RunDir:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
 
+    @classmethod
+    def open(cls, path: Path | str) -> RunDir:
+        """An existing run directory, checked: a wrong path or a broken run.json is a one-line UserError."""
+        path = Path(path)
+        if not path.exists():
+            raise UserError(f"{path}: no such run directory")
+        if not path.is_dir():
+            raise UserError(f"{path}: not a directory; give the run directory written by 'paretotune run'")
+        run = cls(path)
+        try:
+            run.meta()
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{path}/run.json: not valid JSON (line {exc.lineno})") from None
+        return run
+
     # -- creation -------------------------------------------------------------------------------------------
     def create(self, campaign_text: str, meta: dict[str, Any]) -> None:
         """Create the directory (or reuse an empty one) and write campaign copy and metadata."""
