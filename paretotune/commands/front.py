@@ -36,6 +36,7 @@ class FrontReport:
     baseline: pd.Series | None
     hypervolume: float | None
     all_shapes: pd.DataFrame | None  # None for a single-shape campaign or without a baseline
+    constant: tuple[str, ...] = ()  # objective columns equal for every ranked candidate: left out of hypervolume
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -62,6 +63,11 @@ def build_report(path: Path) -> FrontReport:
     ranking = rank_fronts(results, directions)
     baseline = baseline_row(results, directions)
     several_shapes = len(shapes_of(columns)) > 1
+    ranked = ranking.ranked
+    # an objective nothing moved (e.g. zero spills everywhere) would pin the hypervolume to 0: leave it out,
+    # as the HTML report does, and say so
+    constant = tuple(c for c in directions if len(ranked) > 1 and ranked[c].nunique() <= 1)
+    hv_directions = {c: d for c, d in directions.items() if c not in constant} or directions
     return FrontReport(
         run_dir=path,
         columns=columns,
@@ -69,8 +75,9 @@ def build_report(path: Path) -> FrontReport:
         front=ranking.front(0),
         excluded=ranking.excluded,
         baseline=baseline,
-        hypervolume=None if baseline is None else hypervolume(results, directions),
+        hypervolume=None if baseline is None else hypervolume(results, hv_directions),
         all_shapes=select_all_shapes(results, columns) if several_shapes and baseline is not None else None,
+        constant=constant if len(constant) < len(directions) else (),
     )
 
 
@@ -85,6 +92,7 @@ def render_json(report: FrontReport) -> str:
             "values": {c.column: _num(report.baseline[c.column]) for c in report.columns},
         },
         "hypervolume": _num(report.hypervolume),
+        "hypervolume_left_out": list(report.constant),
         "front": [
             {"rank": i, "candidate_id": int(row["candidate_id"]), "acf": _acf(row.get("acf")),
              "config": _config(row.get("config")), "is_baseline": bool(row.get("is_baseline", False)),
@@ -139,7 +147,9 @@ def render_text(report: FrontReport) -> str:
         lines.append("baseline: none usable, so no ratios, hypervolume or all-shapes selection")
     else:
         lines.append(f"baseline: candidate {int(report.baseline['candidate_id'])}; "
-                     f"hypervolume over baseline (ratio space): {report.hypervolume:.4g}")
+                     f"hypervolume over baseline (ratio space): {report.hypervolume:.4g}"
+                     + (f" (left out, the same for every candidate: {', '.join(report.constant)})"
+                        if report.constant else ""))
     lines.append("")
     if report.front.empty:
         lines.append("no candidate evaluated successfully yet")

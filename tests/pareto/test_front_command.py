@@ -106,3 +106,16 @@ def test_cli_exit_code_for_bad_run_dir(tmp_path: Path, capsys: pytest.CaptureFix
 
     assert main(["front", str(tmp_path / "missing")]) == 2
     assert capsys.readouterr().err.startswith("paretotune: error: ")
+
+
+def test_an_objective_nothing_moved_is_left_out_of_the_hypervolume(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Zero spills everywhere would pin the hypervolume to 0; front leaves that column out and says so."""
+    columns = [{"column": "spill_bytes", "direction": "min", "objective": "spill_bytes", "shape": "s"},
+               {"column": "registers", "direction": "min", "objective": "registers", "shape": "s"}]
+    rows = [{"candidate_id": 0, "is_baseline": True, "values": {"spill_bytes": 0.0, "registers": 100.0}},
+            {"candidate_id": 1, "acf": ACF, "values": {"spill_bytes": 0.0, "registers": 50.0}}]
+    run = write_run(tmp_path / "run", columns, rows)
+    doc = json.loads(run_front(run, capsys, "--json"))
+    assert doc["hypervolume"] == pytest.approx(0.5) and doc["hypervolume_left_out"] == ["spill_bytes"]
+    assert "left out, the same for every candidate: spill_bytes" in run_front(run, capsys)
