@@ -142,6 +142,18 @@ def ptxas_flags(target: TargetArch, acf: Path | None, *, enable_fp_fusion: bool 
     return flags
 
 
+def _die_with_parent() -> None:
+    """Runs in the ptxas child before exec: if the worker that started it is killed (a pool restart after a
+    hang or crash elsewhere), ptxas gets SIGKILL too instead of living on as an orphan (Linux prctl)."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def build_ptx(ptxas: Ptxas, ptx: str, target: TargetArch, acf: Path | None, *, kernel_name: str | None,
               num_warps: int, dynamic_shared: int, timeout_s: float = 120.0,
               enable_fp_fusion: bool = True) -> BuildStats:
@@ -157,7 +169,8 @@ def build_ptx(ptxas: Ptxas, ptx: str, target: TargetArch, acf: Path | None, *, k
         cmd = [str(ptxas.path), *ptxas_flags(target, acf, enable_fp_fusion=enable_fp_fusion), str(src), "-o", str(out)]
         start = time.perf_counter()
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
+                                  preexec_fn=_die_with_parent if os.name == "posix" else None)
         except subprocess.TimeoutExpired:
             raise CandidateFailure(f"ptxas timed out after {timeout_s:.0f} s") from None
         except OSError as exc:
