@@ -16,7 +16,6 @@ from typing import Any
 
 import pandas as pd
 
-from paretotune.errors import UserError
 from paretotune.pareto import hypervolume, rank_fronts, select_all_shapes, shapes_of
 from paretotune.pareto.table import baseline_row
 from paretotune.store import ObjectiveColumn, RunDir
@@ -52,12 +51,7 @@ def main(args: argparse.Namespace) -> int:
 
 def build_report(path: Path) -> FrontReport:
     run = RunDir.open(path)
-    try:
-        columns = run.objective_columns()
-    except (KeyError, TypeError) as exc:
-        raise UserError(f"{path}/run.json: bad or missing 'objective_columns' ({exc})") from None
-    if not columns:
-        raise UserError(f"{path}/run.json: 'objective_columns' is empty")
+    columns = run.objective_columns()
     directions = {c.column: c.direction for c in columns}
     results = run.results()
     ranking = rank_fronts(results, directions)

@@ -97,7 +97,14 @@ class RunDir:
             raise UserError(f"{self.path}: not a paretotune run directory (no {META})") from None
 
     def objective_columns(self) -> list[ObjectiveColumn]:
-        return [ObjectiveColumn(**c) for c in self.meta()["objective_columns"]]
+        """The optimized columns with their directions; a missing, malformed or empty list is a UserError."""
+        try:
+            columns = [ObjectiveColumn(**c) for c in self.meta()["objective_columns"]]
+        except (KeyError, TypeError) as exc:
+            raise UserError(f"{self.path}/run.json: bad or missing 'objective_columns' ({exc})") from None
+        if not columns:
+            raise UserError(f"{self.path}/run.json: 'objective_columns' is empty")
+        return columns
 
     def directions(self) -> dict[str, Direction]:
         """Objective column -> 'min' | 'max', the form pareto/ functions take."""
