@@ -22,7 +22,10 @@ static objectives are deterministic, so the evaluator affects run time only, not
 
 Run: ``CIQ_SEARCH_SPACES_DIR=/work/shared/compileiq python benchmarks/bench_strategies.py``
 (writes benchmarks/results/strategies_cpu.json and .csv). On a GPU machine, runtime objectives need the
-campaign's own evaluator: ``--evaluator campaign --objectives runtime,registers --out .../strategies_h200``.
+campaign's own evaluator, kept alive across the runs of a kernel (``--evaluator kept``: one CPU pool and one
+GPU worker per kernel instead of one per run, so a run costs its evaluations, not process start-ups):
+``--evaluator kept --kernels softmax,layer_norm --objectives "speedup, registers" --out .../strategies_h200``.
+``speedup`` (neighbouring baseline time / candidate time) is the drift-free runtime objective.
 """
 from __future__ import annotations
 
@@ -92,8 +95,49 @@ class InProcessEvaluator:
         pass
 
 
+class KeptEvaluator:
+    """The campaign's own evaluator (GPU worker + CPU pool), built for a kernel's first run and reused after.
+
+    Every later run of the kernel gets its ``acf/`` folder linked to the first run's, so ACF paths (Triton's
+    cache key) stay the ones the kept CPU pool precompiles and the kept GPU worker loads. ACF files are named
+    by content, so runs cannot clash there. The GPU worker keeps its baseline build; timings still pair every
+    candidate with a fresh baseline timing (unless the campaign sets ``baseline_interval_s``).
+    """
+
+    _kept: ClassVar[dict[str, tuple[Any, Path]]] = {}
+
+    def __init__(self, campaign: Any, ptxas: Any, run: Any, objectives: Any) -> None:
+        from paretotune.execution.evaluators import evaluator_for
+
+        key = f"{campaign.spec.kernel.source} {[s.params for s in campaign.shapes]}"
+        if key not in self._kept:
+            self._kept[key] = (evaluator_for(campaign, ptxas, run, objectives), run.path / "acf")
+        else:
+            own = run.path / "acf"
+            for stale in own.iterdir():  # only the baseline's record can be here yet; keep it in the kept folder
+                stale.replace(self._kept[key][1] / stale.name)
+            own.rmdir()
+            own.symlink_to(self._kept[key][1], target_is_directory=True)
+        self.inner = self._kept[key][0]
+
+    def stream(self, candidates: Any) -> Any:
+        return self.inner.stream(candidates)
+
+    def evaluate(self, candidates: Any) -> list[Any]:
+        return self.inner.evaluate(candidates)
+
+    def close(self) -> None:
+        pass  # closed once, by close_all, after every run
+
+    @classmethod
+    def close_all(cls) -> None:
+        for evaluator, _ in cls._kept.values():
+            evaluator.close()
+        cls._kept.clear()
+
+
 def campaign_text(kernel: str, strategy: str, generations: int, seed: int, objectives: str, pool: int,
-                  workers: int) -> str:
+                  workers: int, evaluation: str = "") -> str:
     source, shapes = KERNELS[kernel]
     engine, mode = STRATEGIES[strategy]
     return f"""name: bench-{kernel}-{strategy}
@@ -103,7 +147,7 @@ target: sm_90
 objectives: [{objectives}]
 acf: {{search_space: ptxas-13.3}}
 search: {{engine: {engine}, strategy: {mode}, generations: {generations}, pool_size: {pool}}}
-evaluation: {{workers: {workers}}}
+evaluation: {{workers: {workers}{evaluation}}}
 seed: {seed}
 """
 
@@ -112,8 +156,9 @@ def run_one(kernel: str, strategy: str, repeat: int, seed: int, work: Path, ptxa
             args: argparse.Namespace) -> dict[str, Any]:
     name = f"{kernel}-{strategy}-{repeat}"
     path = work / f"{name}.yaml"
+    timing = f", warmup_ms: {args.warmup_ms}, rep_ms: {args.rep_ms}" if args.evaluator != "in-process" else ""
     path.write_text(campaign_text(kernel, strategy, args.generations, seed, args.objectives, args.pool_size,
-                                  args.workers))
+                                  args.workers, timing))
     campaign = load_campaign(path)
     run = loop.start_run(campaign, work / name, ptxas, seed)
     start = time.perf_counter()
@@ -135,6 +180,12 @@ def run_one(kernel: str, strategy: str, repeat: int, seed: int, work: Path, ptxa
         row[f"best_{column}"] = float(ok[column].min() if direction == "min" else ok[column].max())
         row[f"baseline_{column}"] = float(results.loc[results["is_baseline"], column].iloc[0])
     return row
+
+
+def gpu_name() -> str | None:
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
 
 
 def bootstrap_mean(x: np.ndarray, rng: np.random.Generator, n: int) -> tuple[float, float]:
@@ -176,8 +227,11 @@ def main() -> int:
     parser.add_argument("--generations", type=int, default=4, help="budget = generations x pool size")
     parser.add_argument("--pool-size", type=int, default=POOL)
     parser.add_argument("--objectives", default="registers, theoretical_occupancy", help="YAML list items")
-    parser.add_argument("--evaluator", choices=("in-process", "campaign"), default="in-process",
-                        help="campaign: the loop's own evaluator (worker pool; the GPU one for runtime objectives)")
+    parser.add_argument("--evaluator", choices=("in-process", "campaign", "kept"), default="in-process",
+                        help="campaign: the loop's own evaluator (worker pool; the GPU one for runtime objectives), "
+                             "one per run; kept: the same, one per kernel (see KeptEvaluator)")
+    parser.add_argument("--warmup-ms", type=float, default=10.0, help="evaluation.warmup_ms (GPU evaluators)")
+    parser.add_argument("--rep-ms", type=float, default=40.0, help="evaluation.rep_ms (GPU evaluators)")
     parser.add_argument("--workers", type=int, default=1, help="evaluation.workers with --evaluator campaign")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--bootstrap", type=int, default=10_000)
@@ -188,32 +242,43 @@ def main() -> int:
     export_for_triton(ptxas)
     if args.evaluator == "in-process":
         loop.make_evaluator = InProcessEvaluator  # type: ignore[assignment] - same job, no spawned pool
+    elif args.evaluator == "kept":
+        loop.make_evaluator = KeptEvaluator  # type: ignore[assignment] - one evaluator per kernel
     load_before, started = load_average(), time.perf_counter()
     rows = []
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bench-strategies-") as tmp:
-        for repeat in range(args.repeats):  # repeat-major: machine-load drift hits every strategy alike
-            for kernel in kernels:
-                for strategy in STRATEGIES:
-                    row = run_one(kernel, strategy, repeat, args.seed + repeat, Path(tmp), ptxas, args)
-                    rows.append(row)
-                    print(f"{kernel:10s} {strategy:10s} #{repeat}: {row['evaluations']} evals "
-                          f"({row['failed']} failed), HV@1.0 {row['hv_ref1.0']:.4f}, HV@1.1 {row['hv_ref1.1']:.4f}, "
-                          f"{row['wall_s']} s", flush=True)
+        try:
+            for repeat in range(args.repeats):  # repeat-major: machine-load drift hits every strategy alike
+                for kernel in kernels:
+                    for strategy in STRATEGIES:
+                        row = run_one(kernel, strategy, repeat, args.seed + repeat, Path(tmp), ptxas, args)
+                        rows.append(row)
+                        pd.DataFrame(rows).to_csv(args.out.with_suffix(".csv"), index=False)  # kept if cut short
+                        print(f"{kernel:10s} {strategy:10s} #{repeat}: {row['evaluations']} evals "
+                              f"({row['failed']} failed), HV@1.0 {row['hv_ref1.0']:.4f}, "
+                              f"HV@1.1 {row['hv_ref1.1']:.4f}, {row['wall_s']} s", flush=True)
+        finally:
+            KeptEvaluator.close_all()
     frame = pd.DataFrame(rows)
     summary = summarize(frame, args.bootstrap)
+    gpu = args.evaluator != "in-process" and any(o.strip() in ("runtime", "speedup", "occupancy")
+                                                 for o in args.objectives.split(","))
     record = {
-        "benchmark": "joint vs sequential vs random search, equal evaluation budgets, static objectives (CPU)",
+        "benchmark": "joint vs sequential vs random search, equal evaluation budgets, "
+                     + ("runtime objectives measured on the GPU" if gpu else "static objectives (CPU)"),
         "command": f"cd {Path.cwd()} && CIQ_SEARCH_SPACES_DIR={os.environ.get('CIQ_SEARCH_SPACES_DIR', '')} "
                    f"{sys.executable} {' '.join(sys.argv)}",
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "total_wall_s": round(time.perf_counter() - started, 1),
-        "machine": {"nproc": os.cpu_count(), "cpu": cpu_model(), "platform": platform.platform(),
+        "machine": {"nproc": os.cpu_count(), "cpu": cpu_model(), "platform": platform.platform(), "gpu": gpu_name(),
                     "python": platform.python_version(),
                     "load_average_1_5_15_min": {"before": load_before, "after": load_average()}},
         "versions": {**{p: version(p) for p in ("triton", "torch", "compileiq", "pymoo", "moocore", "numpy")},
                      "ptxas": ptxas.version},
         "setup": {"kernels": {k: KERNELS[k][0] for k in kernels}, "shapes": {k: KERNELS[k][1] for k in kernels},
                   "objectives": args.objectives, "target": "sm_90", "evaluator": args.evaluator,
+                  **({"warmup_ms": args.warmup_ms, "rep_ms": args.rep_ms, "workers": args.workers} if gpu else {}),
                   "budget_evaluations": args.generations * args.pool_size, "pool_size": args.pool_size,
                   "repeats": args.repeats,
                   "strategies": {s: {"engine": e, "strategy": m} for s, (e, m) in STRATEGIES.items()},
@@ -224,7 +289,6 @@ def main() -> int:
         "summary": summary,
         "runs": rows,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n")
     frame.to_csv(args.out.with_suffix(".csv"), index=False)
     for kernel, metrics in summary.items():

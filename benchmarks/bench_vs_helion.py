@@ -25,11 +25,31 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def paretotune_side(workdir: Path, m: int, n: int, generations: int, pool: int) -> dict:
+def breakdown(records: list) -> dict:
+    """Mean seconds per search candidate in each stage (CPU pool build, GPU build + check, GPU timing)."""
+    import statistics
+
+    search = [r for r in records if not r.is_baseline and r.status == "ok"]
+    shapes = [v for r in search for v in r.extra.values() if isinstance(v, dict) and "gpu_build_s" in v]
+
+    def mean(xs: list[float]) -> float | None:
+        return round(statistics.fmean(xs), 4) if xs else None
+
+    return {"cpu_pool_compile_s": mean([r.compile_s for r in search]),
+            "gpu_worker_total_s": mean([r.measure_s for r in search]),
+            "gpu_build_and_check_s": mean([v["gpu_build_s"] for v in shapes]),
+            "gpu_timing_s": mean([v["gpu_time_s"] for v in shapes]),
+            "baseline_age_s": mean([v["baseline_age_s"] for v in shapes])}
+
+
+def paretotune_side(workdir: Path, m: int, n: int, generations: int, pool: int, workers: int,
+                    baseline_interval_s: float) -> dict:
     from paretotune.campaign.load import load_campaign
     from paretotune.campaign.loop import run_campaign, start_run
     from paretotune.toolchain.ptxas import find_ptxas
 
+    workdir = workdir / f"interval{baseline_interval_s:g}"
+    workdir.mkdir()
     cfg = workdir / "campaign.yaml"
     cfg.write_text(textwrap.dedent(f"""
         name: bench-helion-softmax
@@ -37,7 +57,7 @@ def paretotune_side(workdir: Path, m: int, n: int, generations: int, pool: int) 
         shapes: [{{name: s, M: {m}, N: {n}, dtype: float16}}]
         objectives: [runtime]
         search: {{engine: compileiq, generations: {generations}, pool_size: {pool}}}
-        evaluation: {{workers: 8, warmup_ms: 10, rep_ms: 40}}
+        evaluation: {{workers: {workers}, warmup_ms: 10, rep_ms: 40, baseline_interval_s: {baseline_interval_s}}}
     """))
     ptxas = find_ptxas()
     campaign = load_campaign(cfg)
@@ -54,7 +74,8 @@ def paretotune_side(workdir: Path, m: int, n: int, generations: int, pool: int) 
     return {"candidates": len(records), "failed": len(records) - len(ok), "wall_s": total,
             "s_per_candidate_total": total / len(records), "s_per_candidate_steady": steady,
             "baseline_ms": base.values.get("runtime"), "best_ms": best.values["runtime"] if best else None,
-            "best_config": best.config if best else None, "acf_dir": str(run.path / "acf")}
+            "best_config": best.config if best else None, "acf_dir": str(run.path / "acf"),
+            "baseline_interval_s": baseline_interval_s, "stages_per_candidate": breakdown(records)}
 
 
 def helion_side(workdir: Path, acfs: list[str], m: int, n: int, budget_s: int) -> dict:
@@ -80,7 +101,10 @@ def helion_side(workdir: Path, acfs: list[str], m: int, n: int, budget_s: int) -
     if log.with_suffix(".csv").exists():
         with open(log.with_suffix(".csv")) as fh:
             rows = list(csv.DictReader(fh))
+    stamps = sorted(float(r["timestamp_s"]) for r in rows if r.get("timestamp_s"))
+    steady = (stamps[-1] - stamps[0]) / (len(stamps) - 1) if len(stamps) > 1 else None
     return {"configs_tested": len(rows), "wall_s": wall, "s_per_config": wall / len(rows) if rows else None,
+            "s_per_config_steady": steady, "statuses": dict(__import__("collections").Counter(r.get("status") for r in rows)),
             "error": error, "acf_files": len(acfs), "csv_columns": list(rows[0]) if rows else []}
 
 
@@ -93,16 +117,27 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=10)
     parser.add_argument("--acfs", type=int, default=8)
     parser.add_argument("--helion-budget-s", type=int, default=90)
+    parser.add_argument("--workers", type=int, default=8, help="paretotune's CPU build workers")
+    parser.add_argument("--baseline-intervals", default="0",
+                        help="comma list of evaluation.baseline_interval_s; one paretotune campaign each "
+                             "(0: an A/B pair per candidate)")
     args = parser.parse_args()
     import torch
 
     work = Path(tempfile.mkdtemp(prefix="bench-helion-"))
-    ours = paretotune_side(work, args.m, args.n, args.generations, args.pool)
-    args.out.write_text(json.dumps({"paretotune": ours, "partial": True}, indent=1, default=str))
-    print(json.dumps({"paretotune": ours}, default=str), flush=True)
-    acfs = sorted(str(p) for p in Path(ours["acf_dir"]).glob("*.acf"))[: args.acfs]
+    ours = {}
+    for interval in (float(x) for x in args.baseline_intervals.split(",")):
+        ours[f"baseline_interval_{interval:g}s"] = paretotune_side(work, args.m, args.n, args.generations, args.pool,
+                                                                  args.workers, interval)
+        args.out.write_text(json.dumps({"paretotune": ours, "partial": True}, indent=1, default=str))
+        print(json.dumps(ours, default=str), flush=True)
+    first = next(iter(ours.values()))
+    acfs = sorted(str(p) for p in Path(first["acf_dir"]).glob("*.acf"))[: args.acfs]
     theirs = helion_side(work, acfs, args.m, args.n, args.helion_budget_s)
-    rate = (theirs["s_per_config"] / ours["s_per_candidate_steady"]) if theirs["s_per_config"] else None
+    rate = {k: (theirs["s_per_config"] / v["s_per_candidate_steady"]) if theirs["s_per_config"] else None
+            for k, v in ours.items()}
+    rate_steady = {k: (theirs["s_per_config_steady"] / v["s_per_candidate_steady"])
+                   if theirs["s_per_config_steady"] else None for k, v in ours.items()}
     result = {
         "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "gpu": torch.cuda.get_device_name(0), "shape": [args.m, args.n],
@@ -111,7 +146,10 @@ def main() -> None:
                      "helion": __import__("importlib.metadata").metadata.version("helion"),
                      "ptxas": subprocess.run([os.environ.get("TRITON_PTXAS_PATH", "ptxas"), "--version"],
                                              capture_output=True, text=True).stdout.strip().splitlines()[-1]},
-        "paretotune": ours, "helion": theirs, "paretotune_rate_vs_helion": rate,
+        "paretotune": ours, "helion": theirs,
+        "paretotune_rate_vs_helion": rate, "paretotune_rate_vs_helion_steady": rate_steady,
+        "notes": "rate = Helion seconds per config / paretotune steady seconds per candidate (> 1: paretotune "
+                 "is faster); _steady uses Helion's own CSV timestamps, first to last config",
     }
     args.out.write_text(json.dumps(result, indent=1, default=str))
     print(json.dumps(result, indent=1, default=str))

@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
-# One device call: install the bundle, run the GPU tests and the headline campaigns, pack results into $OUT.
-# Usage on the GPU machine (repository root): bash benchmarks/gpu_session.sh STEP...   (steps: env tests shared occupancy ncu helion)
+# One device call's steps: install the bundle, run GPU tests, campaigns and benchmarks, write results to $OUT.
+# Usage on the GPU machine (repository root): bash benchmarks/gpu_session.sh STEP...
+#   steps: env tests shared occupancy ncu helion strategies ray
+# Steps use the GPUs in CUDA_VISIBLE_DEVICES; two invocations with different GPUs and OUT folders can run at once.
 set -uo pipefail
-bash .devbundle/install.sh >/dev/null && source /tmp/devenv
+{ [ -f /tmp/devenv ] || bash .devbundle/install.sh >/dev/null; } && source /tmp/devenv
 export PYTHONPATH=$PWD:${PYTHONPATH:-} CIQ_SEARCH_SPACES_DIR=$PWD/.ciq PYTHONUNBUFFERED=1 TRITON_DEFAULT_FP_FUSION=1
-export TRITON_CACHE_DIR=/tmp/triton-cache
+export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/triton-cache}
 OUTDIR=${OUT:-/tmp/out}; mkdir -p "$OUTDIR/runs"
 log() { echo "=== $(date -u +%H:%M:%S) $*"; }
+run_tests() {  # $1: test paths, $2: log tag; ncu tests keep their outputs as fixtures under $OUTDIR/ncu_fixtures
+  PARETOTUNE_NCU_RECORD_DIR=$OUTDIR/ncu_fixtures timeout ${TESTS_TIMEOUT:-330} python3 -m pytest $1 -m gpu -v \
+    --tb=short --timeout=${TEST_TIMEOUT:-170} --durations=0 -p no:cacheprovider 2>&1 | tee "$OUTDIR/gpu_tests$2.log" | tail -25
+}
 for step in "$@"; do
   case $step in
     env)
-      log env; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
+      log env; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv
       python3 -c "import torch,triton,helion,compileiq,sys;print(sys.version.split()[0],torch.__version__,triton.__version__,helion.__version__,compileiq.__version__ if hasattr(compileiq,'__version__') else '')"
       ptxas --version | tail -1; ncu --version | tail -1 ;;
-    tests)
-      log tests; timeout ${TESTS_TIMEOUT:-330} python3 -m pytest ${GPU_TEST_PATHS:-tests/gpu tests/kernels tests/ncu} -m gpu -v --tb=short --timeout=${TEST_TIMEOUT:-170} -p no:cacheprovider 2>&1 | tee "$OUTDIR/gpu_tests.log" | tail -25 ;;
+    tests)  # GPU_TEST_PATHS: which tests (default: all but Ray's, which the ray step runs)
+      log tests; run_tests "${GPU_TEST_PATHS:-tests/gpu tests/kernels tests/ncu}" "${TESTS_TAG:-}" ;;
     shared)
       log shared; timeout 300 python3 -m paretotune.cli run configs/shared_acf_softmax.yaml --out "$OUTDIR/runs/shared" --quiet
       timeout 200 python3 -m paretotune.cli validate "$OUTDIR/runs/shared" --top 4 --rounds 30 ;;
@@ -23,9 +29,19 @@ for step in "$@"; do
       timeout 200 python3 -m paretotune.cli validate "$OUTDIR/runs/occupancy" --top 3 --rounds 30 ;;
     ncu)
       log ncu; timeout 150 python3 benchmarks/bench_ncu_batch.py --out "$OUTDIR/ncu_batch.json" --singles 3 2>&1 | tail -30 ;;
-    helion)
-      log helion; timeout 170 python3 benchmarks/bench_vs_helion.py --out "$OUTDIR/vs_helion.json" --helion-budget-s 60 2>&1 | tail -40 ;;
+    helion)  # paretotune with A/B pairs and with a 5 s baseline interval, then Helion's autotuner on the same ACFs
+      log helion; timeout ${HELION_TIMEOUT:-260} python3 benchmarks/bench_vs_helion.py --out "$OUTDIR/vs_helion.json" \
+        --helion-budget-s 40 --generations 3 --pool 20 --workers 12 --baseline-intervals 0,5 2>&1 | tail -60 ;;
+    strategies)  # joint vs sequential vs random with runtime (speedup) objectives, 5 repeats, 2 kernels
+      log strategies; (cd benchmarks && timeout ${STRATEGIES_TIMEOUT:-330} python3 bench_strategies.py --evaluator kept \
+        --kernels softmax,layer_norm --objectives "speedup, registers" --repeats 5 --generations 2 --workers 6 \
+        --warmup-ms 5 --rep-ms 25 --bootstrap 10000 --out "$OUTDIR/strategies_h200") 2>&1 | tail -40 ;;
+    ray)  # the Ray GPU test, then the Ray backend on every visible GPU vs the local backend on one
+      log ray; TESTS_TIMEOUT=150 TEST_TIMEOUT=140 run_tests tests/execution/test_ray_backend.py _ray
+      timeout ${RAY_TIMEOUT:-260} python3 benchmarks/bench_ray_gpus.py --out "$OUTDIR/ray_gpus.json" --generations 6 \
+        --rep-ms 100 --workers 12 --timeout 120 2>&1 | tail -30 ;;
   esac
 done
-(cd "$OUTDIR" && tar czf runs.tgz runs && rm -rf runs)
+if [ -d "$OUTDIR/runs" ] && [ -n "$(ls -A "$OUTDIR/runs")" ]; then (cd "$OUTDIR" && tar czf runs.tgz runs); fi
+rm -rf "$OUTDIR/runs"
 log done

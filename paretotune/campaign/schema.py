@@ -150,6 +150,9 @@ class EvaluationSpec(_Strict):
     device: str = "cuda:0"
     warmup_ms: float = Field(default=25.0, ge=0)
     rep_ms: float = Field(default=100.0, gt=0)
+    # 0: the baseline is re-timed right before every candidate (A/B pairs). N > 0: only once its last timing is
+    # N seconds old (saves a timing per candidate; drift between the two grows with N).
+    baseline_interval_s: float = Field(default=0.0, ge=0)
 
     @field_validator("device")
     @classmethod

@@ -156,9 +156,11 @@ class GpuEvaluator:
                 m = ShapeMeasurement(shape=shape.label, target=self.campaign.target, build=None,
                                      runtime_ms=r["runtime_ms"], runtime_samples_ms=tuple(r["samples_ms"]),
                                      baseline_runtime_ms=r["baseline_ms"], ncu=ncu.get(shape.label, {}))
-                extra.setdefault(shape.label, {}).update(runtime_ms=r["runtime_ms"], baseline_ms=r["baseline_ms"],
-                                                         ratio_to_baseline=r["runtime_ms"] / r["baseline_ms"],
-                                                         n_samples=r["n_samples"], ncu=ncu.get(shape.label, {}))
+                extra.setdefault(shape.label, {}).update(
+                    runtime_ms=r["runtime_ms"], baseline_ms=r["baseline_ms"],
+                    ratio_to_baseline=r["runtime_ms"] / r["baseline_ms"], baseline_age_s=r["baseline_age_s"],
+                    n_samples=r["n_samples"], gpu_build_s=r["build_s"], gpu_time_s=r["time_s"],
+                    ncu=ncu.get(shape.label, {}))
                 for obj in self.objectives:
                     if obj.stage != "static":
                         values[obj.column(shape.label, self.campaign.multi_shape)] = obj.value(m)

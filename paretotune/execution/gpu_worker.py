@@ -39,7 +39,7 @@ def serve(conn: Any, campaign_path: str, campaign_text: str, ptxas_path: str, pt
     campaign = campaign_from_text(campaign_text, Path(campaign_path))
     adapter = make_adapter(campaign)
     spec = campaign.spec.evaluation
-    baselines: dict[str, Any] = {}
+    baselines: dict[str, Baseline] = {}
     conn.send(("ready", None))
     while True:
         msg = conn.recv()
@@ -47,7 +47,7 @@ def serve(conn: Any, campaign_path: str, campaign_text: str, ptxas_path: str, pt
             return
         job: GpuJob = msg
         try:
-            conn.send(("ok", measure(adapter, campaign, job, baselines, spec.device, spec.warmup_ms, spec.rep_ms)))
+            conn.send(("ok", measure(adapter, campaign, job, baselines, spec)))
         except Exception as exc:  # noqa: BLE001 - reported to the parent as the candidate's failure
             fatal = _is_cuda_error(exc)
             conn.send(("error", {"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}",
@@ -56,9 +56,21 @@ def serve(conn: Any, campaign_path: str, campaign_text: str, ptxas_path: str, pt
                 return
 
 
-def measure(adapter: Any, campaign: Any, job: GpuJob, baselines: dict[str, Any], device: str, warmup_ms: float,
-            rep_ms: float) -> dict[str, Any]:
-    """Per shape: correctness on fresh random inputs, then baseline and candidate timed back to back."""
+@dataclass
+class Baseline:
+    """The default config without ACF for one shape, built once per worker, and its latest timing."""
+
+    prepared: Any
+    timing: Any = None
+    timed_at: float = float("-inf")
+
+
+def measure(adapter: Any, campaign: Any, job: GpuJob, baselines: dict[str, Baseline], spec: Any) -> dict[str, Any]:
+    """Per shape: correctness on fresh random inputs, then the candidate timed next to the baseline.
+
+    The baseline is re-timed right before the candidate (an A/B pair) unless ``spec.baseline_interval_s`` > 0
+    and its last timing is younger than that; the ratio is always to the nearest baseline timing.
+    """
     import torch
 
     from paretotune.execution.timing import bench, check_output
@@ -67,24 +79,29 @@ def measure(adapter: Any, campaign: Any, job: GpuJob, baselines: dict[str, Any],
     out: dict[str, Any] = {}
     for shape in campaign.shapes:
         t0 = time.perf_counter()
-        prepared = adapter.prepare(job.config, shape, acf, device, job.seed)
+        prepared = adapter.prepare(job.config, shape, acf, spec.device, job.seed)
         if prepared.output is not None and prepared.output.is_floating_point():
             prepared.output.fill_(float("nan"))  # an unwritten element must fail the check
         got = prepared.launch()
         torch.cuda.synchronize()
         problem = check_output(got, prepared.reference(), prepared.atol, prepared.rtol)
-        compile_s = time.perf_counter() - t0
+        build_s = time.perf_counter() - t0
         if problem:
             return {"failed": f"{shape.label}: {problem}"}
         if shape.label not in baselines:
-            base = adapter.prepare(adapter.default_config(), shape, None, device, 12345)
+            base = adapter.prepare(adapter.default_config(), shape, None, spec.device, 12345)
             base.launch()
             torch.cuda.synchronize()
-            baselines[shape.label] = base
-        base_t = bench(baselines[shape.label].launch, warmup_ms, rep_ms)
-        cand_t = bench(prepared.launch, warmup_ms, rep_ms)
-        out[shape.label] = {"runtime_ms": cand_t.median_ms, "baseline_ms": base_t.median_ms,
-                            "samples_ms": list(cand_t.samples_ms[:200]), "compile_s": compile_s,
-                            "n_samples": len(cand_t.samples_ms)}
+            baselines[shape.label] = Baseline(base)
+        base = baselines[shape.label]
+        if time.monotonic() - base.timed_at >= spec.baseline_interval_s:
+            base.timing = bench(base.prepared.launch, spec.warmup_ms, spec.rep_ms)
+            base.timed_at = time.monotonic()
+        t1 = time.perf_counter()
+        cand_t = bench(prepared.launch, spec.warmup_ms, spec.rep_ms)
+        out[shape.label] = {"runtime_ms": cand_t.median_ms, "baseline_ms": base.timing.median_ms,
+                            "baseline_age_s": time.monotonic() - base.timed_at,
+                            "samples_ms": list(cand_t.samples_ms[:200]), "build_s": build_s,
+                            "time_s": time.perf_counter() - t1, "n_samples": len(cand_t.samples_ms)}
         del prepared
     return out

@@ -152,19 +152,27 @@ class HelionAdapter:
         bound, _ = self._bind_meta(shape, NUM_SMS[90])
         return str(bound.to_triton_code(self.helion_config(config, acf)))
 
-    def compile_ptx(self, config: Mapping[str, Any], shape: Shape, target: TargetArch) -> KernelPTX:
-        from paretotune.kernels.triton import compile_like_jit, ptx_of
+    def _compile_ahead(self, config: Mapping[str, Any], shape: Shape, target: TargetArch,
+                       acf: Path | None) -> tuple[Any, int]:
+        """Run the host function with a launcher that compiles (for ``target``) instead of launching.
+
+        With an ``acf`` the compile keeps the host code's ``ptx_options``, exactly as the GPU launch will pass
+        them, so Triton's disk cache gets the entry that launch looks up; without, ptx_options are dropped.
+        Returns the compiled device kernel and its warp count.
+        """
+        from paretotune.kernels.triton import compile_like_jit
 
         num_sms = NUM_SMS.get(target.capability, NUM_SMS[90])
         bound, args = self._bind_meta(shape, num_sms)
-        host = bound.compile_config(self.helion_config(config, None), allow_print=False)
+        host = bound.compile_config(self.helion_config(config, acf), allow_print=False)
         compiled: list[tuple[Any, int]] = []
 
         def compile_instead(jit_fn: Any, grid: tuple[int, ...], *kernel_args: Any, num_warps: int,
                             num_stages: int, **kwargs: Any) -> None:
-            # Helion's own ``_``-prefixed launcher kwargs (distributed state, ...) never reach Triton;
-            # ptx_options carries the ACF, which the static path applies later in its own ptxas run.
-            options = {k: v for k, v in kwargs.items() if not k.startswith("_") and k != "ptx_options"}
+            # Helion's own ``_``-prefixed launcher kwargs (distributed state, ...) never reach Triton.
+            options = {k: v for k, v in kwargs.items() if not k.startswith("_")}
+            if acf is None:
+                options.pop("ptx_options", None)
             if not options.get("launch_cooperative_grid", True):
                 options.pop("launch_cooperative_grid")
             options.update(num_warps=num_warps, num_stages=num_stages)
@@ -176,8 +184,20 @@ class HelionAdapter:
         if not ours:
             names = sorted({ck.name for ck, _ in compiled}) or ["no launch"]
             raise ValueError(f"kernel {self.name}: the host function launched {names}, not {self.kernel_name}")
-        ck, warps = ours[0]
-        return ptx_of(ck, warps)
+        return ours[0]
+
+    def compile_ptx(self, config: Mapping[str, Any], shape: Shape, target: TargetArch) -> KernelPTX:
+        from paretotune.kernels.triton import ptx_of
+
+        return ptx_of(*self._compile_ahead(config, shape, target, None))
+
+    def precompile(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, target: TargetArch) -> None:
+        """Compile with the ACF as the GPU launch will (CPU pool), so the GPU worker finds it in Triton's cache.
+
+        Helion's codegen still runs in the GPU worker (tens of ms); Triton's compile and ptxas (most of a
+        candidate's build time) do not.
+        """
+        self._compile_ahead(config, shape, target, acf)
 
     def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, device: str,
                 seed: int) -> Prepared:

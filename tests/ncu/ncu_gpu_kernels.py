@@ -58,31 +58,17 @@ def make_oob_launch(params: dict[str, Any]) -> Callable[[], None]:
     return launch
 
 
-try:  # Helion is optional for these tests; its kernels must be defined at module level (source inspection)
-    import helion
-    import helion.language as hl
-except ImportError:  # pragma: no cover - depends on the environment
-    helion = None
-
-if helion is not None:
-
-    @helion.kernel(static_shapes=True)
-    def pt_scale(x: torch.Tensor) -> torch.Tensor:
-        out = torch.empty_like(x)
-        for tile in hl.tile(x.size(0)):
-            out[tile] = x[tile] * 2
-        return out
-
-
 def make_helion_launch(params: dict[str, Any]) -> Callable[[], None]:
-    """A Helion kernel (Triton kernel ``_helion_pt_scale``) compiled for one fixed config: no autotuning."""
-    if helion is None:
-        raise ImportError("helion is not installed")
-    x, _ = _inputs(int(params["n"]), params.get("device", "cuda"))
-    config = helion.Config(block_sizes=[int(params["block"])], num_warps=int(params["num_warps"]))
-    compiled = pt_scale.bind((x,)).compile_config(config, allow_print=False)
+    """The bundled Helion softmax (Triton kernel ``_helion_softmax``) for one fixed config: no autotuning.
 
-    def launch() -> None:
-        compiled(x)
+    Built through :class:`HelionAdapter.prepare`, the path GPU campaigns use. params: rows, cols, block
+    (rows per program), num_warps.
+    """
+    from paretotune.kernels.bundled.helion_softmax import helion_softmax
+    from paretotune.kernels.helion import HelionAdapter
+    from paretotune.records import Shape
 
-    return launch
+    adapter = HelionAdapter("helion_softmax", helion_softmax)
+    config = {**adapter.default_config(), "block_sizes": [int(params["block"])], "num_warps": int(params["num_warps"])}
+    shape = Shape(label="s", params={"M": int(params["rows"]), "N": int(params["cols"]), "dtype": "float16"})
+    return adapter.prepare(config, shape, None, params.get("device", "cuda"), seed=0).launch

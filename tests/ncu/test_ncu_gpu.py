@@ -114,14 +114,17 @@ def test_illegal_address_candidate_is_isolated(tmp_path: Path) -> None:
 
 def test_helion_candidates(tmp_path: Path) -> None:
     pytest.importorskip("helion")
-    items = [BatchItem(i, "16M", {"n": N, "block": b, "num_warps": w}) for i, (b, w) in enumerate(CONFIGS[:3])]
+    configs = [(1, 4), (2, 8), (4, 16)]  # rows per program, warps
+    items = [BatchItem(i, "4096x4096", {"rows": 4096, "cols": 4096, "block": b, "num_warps": w})
+             for i, (b, w) in enumerate(configs)]
     options = NcuOptions(metrics=METRICS)
     batch = run_batch(items, child("make_helion_launch"), options, workdir=tmp_path)
     record(batch, "helion-batch")
     for item, result in zip(items, batch.items):
         assert result.ok, result.error
-        assert result.kernels == ("_helion_pt_scale",)
+        assert result.kernels == ("_helion_softmax",)
         single = run_batch([item], child("make_helion_launch"), options, workdir=tmp_path,
                            policy=BatchPolicy(validate_metrics=False))
+        record(single, f"helion-single-{item.candidate_id}")
         assert single.items[0].ok, single.items[0].error
         assert_close(result.metrics, single.items[0].metrics)
