@@ -10,7 +10,7 @@ export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/triton-cache}
 OUTDIR=${OUT:-/tmp/out}; mkdir -p "$OUTDIR/runs"
 log() { echo "=== $(date -u +%H:%M:%S) $*"; }
 run_tests() {  # $1: test paths, $2: log tag; ncu tests keep their outputs as fixtures under $OUTDIR/ncu_fixtures
-  PARETOTUNE_NCU_RECORD_DIR=$OUTDIR/ncu_fixtures timeout ${TESTS_TIMEOUT:-330} python3 -m pytest $1 -m gpu -v \
+  PARETOTUNE_NCU_RECORD_DIR=$OUTDIR/ncu_fixtures timeout ${TESTS_TIMEOUT:-330} python3 -m pytest ${1//,/ } -m gpu -v \
     --tb=short --timeout=${TEST_TIMEOUT:-170} --durations=0 -p no:cacheprovider 2>&1 | tee "$OUTDIR/gpu_tests$2.log" | tail -25
 }
 for step in "$@"; do
@@ -19,7 +19,7 @@ for step in "$@"; do
       log env; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv
       python3 -c "import torch,triton,helion,compileiq,sys;print(sys.version.split()[0],torch.__version__,triton.__version__,helion.__version__,compileiq.__version__ if hasattr(compileiq,'__version__') else '')"
       ptxas --version | tail -1; ncu --version | tail -1 ;;
-    tests)  # GPU_TEST_PATHS: which tests (default: all but Ray's, which the ray step runs)
+    tests)  # GPU_TEST_PATHS: which tests, comma-separated (default: all but Ray's, which the ray step runs)
       log tests; run_tests "${GPU_TEST_PATHS:-tests/gpu tests/kernels tests/ncu}" "${TESTS_TAG:-}" ;;
     shared)
       log shared; timeout 300 python3 -m paretotune.cli run configs/shared_acf_softmax.yaml --out "$OUTDIR/runs/shared" --quiet
