@@ -61,6 +61,7 @@ KERNELS = {
 }
 STRATEGIES = {"joint": ("compileiq", "joint"), "sequential": ("compileiq", "sequential"), "random": ("random", "joint")}
 REFS = (1.0, 1.1)
+MAXIMIZED = ("speedup", "theoretical_occupancy", "occupancy", "l1tex_throughput")  # best_<these>: higher is better
 ANYTIME = (11, 22, 33)  # also score the runs part-way (anytime performance), after this many evaluations
 POOL = 11  # CompileIQ needs >= 3 + 2 x columns: 11 covers the softmax's 4 columns (2 objectives x 2 shapes)
 
@@ -206,7 +207,8 @@ def summarize(frame: pd.DataFrame, n_boot: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kernel, per_kernel in frame.groupby("kernel", sort=False):
         out[kernel] = {}
-        for metric in [*(f"hv_ref{r}" for r in REFS), *(f"hv_ref1.0_at{at}" for at in ANYTIME)]:
+        best = [c for c in per_kernel.columns if c.startswith("best_") and per_kernel[c].notna().all()]
+        for metric in [*(f"hv_ref{r}" for r in REFS), *(f"hv_ref1.0_at{at}" for at in ANYTIME), *best]:
             cells = {s: g[metric].to_numpy(dtype=float) for s, g in per_kernel.groupby("strategy", sort=False)}
             stats = {s: {"mean": float(v.mean()), "sd": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
                          "ci95": list(bootstrap_mean(v, rng, n_boot)), "values": [round(x, 6) for x in v]}
@@ -214,9 +216,10 @@ def summarize(frame: pd.DataFrame, n_boot: int) -> dict[str, Any]:
             pairs = {f"{a}-{b}": bootstrap_diff(cells[a], cells[b], rng, n_boot)
                      for a, b in (("joint", "sequential"), ("joint", "random"), ("sequential", "random"))
                      if a in cells and b in cells}
-            top = max(v["mean"] for v in stats.values())
-            winners = [s for s, v in stats.items() if v["mean"] >= top - 1e-9]  # ties listed together
-            out[kernel][metric] = {"by_strategy": stats, "differences": pairs, "highest_mean": winners}
+            minimize = metric.startswith("best_") and not any(f"best_{o}" in metric for o in MAXIMIZED)
+            top = (min if minimize else max)(v["mean"] for v in stats.values())
+            winners = [s for s, v in stats.items() if abs(v["mean"] - top) <= 1e-9]  # ties listed together
+            out[kernel][metric] = {"by_strategy": stats, "differences": pairs, "best_mean": winners}
     return out
 
 
@@ -236,7 +239,17 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--bootstrap", type=int, default=10_000)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "strategies_cpu")
+    parser.add_argument("--resummarize", type=Path, metavar="JSON",
+                        help="recompute the summary of a recorded result file from its runs (no new runs)")
     args = parser.parse_args()
+    if args.resummarize:
+        record = json.loads(args.resummarize.read_text())
+        record["summary"] = summarize(pd.DataFrame(record["runs"]), args.bootstrap)
+        record["summary_recomputed"] = (f"{datetime.datetime.now(datetime.UTC).isoformat(timespec='seconds')}: "
+                                        f"{Path(sys.argv[0]).name} --resummarize (same runs, current summarize())")
+        args.resummarize.write_text(json.dumps(record, indent=2) + "\n")
+        print(f"rewrote the summary of {args.resummarize}")
+        return 0
     kernels = args.kernels.split(",")
     ptxas = find_ptxas()
     export_for_triton(ptxas)

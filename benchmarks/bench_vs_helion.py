@@ -14,11 +14,13 @@ import csv
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
 import textwrap
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,20 +28,16 @@ sys.path.insert(0, str(ROOT))
 
 
 def breakdown(records: list) -> dict:
-    """Mean seconds per search candidate in each stage (CPU pool build, GPU build + check, GPU timing)."""
+    """Mean seconds per search candidate in each stage (CPU pool: PTX, ptxas, precompile; GPU worker)."""
     import statistics
 
     search = [r for r in records if not r.is_baseline and r.status == "ok"]
-    shapes = [v for r in search for v in r.extra.values() if isinstance(v, dict) and "gpu_build_s" in v]
-
-    def mean(xs: list[float]) -> float | None:
-        return round(statistics.fmean(xs), 4) if xs else None
-
-    return {"cpu_pool_compile_s": mean([r.compile_s for r in search]),
-            "gpu_worker_total_s": mean([r.measure_s for r in search]),
-            "gpu_build_and_check_s": mean([v["gpu_build_s"] for v in shapes]),
-            "gpu_timing_s": mean([v["gpu_time_s"] for v in shapes]),
-            "baseline_age_s": mean([v["baseline_age_s"] for v in shapes])}
+    names = sorted({k for r in search for k in r.stages})
+    out = {"cpu_pool_total_s": [r.compile_s for r in search], "gpu_worker_total_s": [r.measure_s for r in search],
+           **{name: [r.stages.get(name, 0.0) for r in search] for name in names},
+           "baseline_age_s": [v["baseline_age_s"] for r in search for v in r.extra.values()
+                              if isinstance(v, dict) and "baseline_age_s" in v]}
+    return {k: round(statistics.fmean(v), 4) if v else None for k, v in out.items()}
 
 
 def paretotune_side(workdir: Path, m: int, n: int, generations: int, pool: int, workers: int,
@@ -69,13 +67,15 @@ def paretotune_side(workdir: Path, m: int, n: int, generations: int, pool: int, 
     search = len(records) - 1
     steady = (stamps[-1] - stamps[1]) / max(1, search - 1) if search > 1 else float("nan")
     ok = [r for r in records if r.status == "ok"]
+    errors = Counter(r.error.split(":")[0][:80] for r in records if r.status != "ok")
     base = next(r for r in records if r.is_baseline)
     best = min((r for r in ok if not r.is_baseline), key=lambda r: r.values["runtime"], default=None)
     return {"candidates": len(records), "failed": len(records) - len(ok), "wall_s": total,
             "s_per_candidate_total": total / len(records), "s_per_candidate_steady": steady,
             "baseline_ms": base.values.get("runtime"), "best_ms": best.values["runtime"] if best else None,
             "best_config": best.config if best else None, "acf_dir": str(run.path / "acf"),
-            "baseline_interval_s": baseline_interval_s, "stages_per_candidate": breakdown(records)}
+            "baseline_interval_s": baseline_interval_s, "stages_per_candidate": breakdown(records),
+            "errors": dict(errors)}
 
 
 def helion_side(workdir: Path, acfs: list[str], m: int, n: int, budget_s: int) -> dict:
@@ -104,7 +104,7 @@ def helion_side(workdir: Path, acfs: list[str], m: int, n: int, budget_s: int) -
     stamps = sorted(float(r["timestamp_s"]) for r in rows if r.get("timestamp_s"))
     steady = (stamps[-1] - stamps[0]) / (len(stamps) - 1) if len(stamps) > 1 else None
     return {"configs_tested": len(rows), "wall_s": wall, "s_per_config": wall / len(rows) if rows else None,
-            "s_per_config_steady": steady, "statuses": dict(__import__("collections").Counter(r.get("status") for r in rows)),
+            "s_per_config_steady": steady, "statuses": dict(Counter(r.get("status") for r in rows)),
             "error": error, "acf_files": len(acfs), "csv_columns": list(rows[0]) if rows else []}
 
 
@@ -118,6 +118,8 @@ def main() -> None:
     parser.add_argument("--acfs", type=int, default=8)
     parser.add_argument("--helion-budget-s", type=int, default=90)
     parser.add_argument("--workers", type=int, default=8, help="paretotune's CPU build workers")
+    parser.add_argument("--keep-runs", type=Path, help="copy each paretotune run directory here (results.jsonl: "
+                                                        "every record with its stage timings and errors)")
     parser.add_argument("--baseline-intervals", default="0",
                         help="comma list of evaluation.baseline_interval_s; one paretotune campaign each "
                              "(0: an A/B pair per candidate)")
@@ -129,6 +131,9 @@ def main() -> None:
     for interval in (float(x) for x in args.baseline_intervals.split(",")):
         ours[f"baseline_interval_{interval:g}s"] = paretotune_side(work, args.m, args.n, args.generations, args.pool,
                                                                   args.workers, interval)
+        if args.keep_runs:
+            shutil.copytree(Path(ours[f"baseline_interval_{interval:g}s"]["acf_dir"]).parent,
+                            args.keep_runs / f"interval{interval:g}", ignore=shutil.ignore_patterns("acf"))
         args.out.write_text(json.dumps({"paretotune": ours, "partial": True}, indent=1, default=str))
         print(json.dumps(ours, default=str), flush=True)
     first = next(iter(ours.values()))

@@ -31,7 +31,7 @@ for step in "$@"; do
       log ncu; timeout 150 python3 benchmarks/bench_ncu_batch.py --out "$OUTDIR/ncu_batch.json" --singles 3 2>&1 | tail -30 ;;
     helion)  # paretotune with A/B pairs and with a 5 s baseline interval, then Helion's autotuner on the same ACFs
       log helion; timeout ${HELION_TIMEOUT:-260} python3 benchmarks/bench_vs_helion.py --out "$OUTDIR/vs_helion.json" \
-        --helion-budget-s 40 --generations 3 --pool 20 --workers 12 --baseline-intervals 0,5 2>&1 | tail -60 ;;
+        --helion-budget-s 40 --generations 3 --pool 20 --workers 12 --baseline-intervals 0,5 --keep-runs "$OUTDIR/runs/vs_helion" 2>&1 | tail -60 ;;
     strategies)  # joint vs sequential vs random with runtime (speedup) objectives, 5 repeats, 2 kernels
       log strategies; (cd benchmarks && timeout ${STRATEGIES_TIMEOUT:-330} python3 bench_strategies.py --evaluator kept \
         --kernels softmax,layer_norm --objectives "speedup, registers" --repeats 5 --generations 2 --workers 6 \

@@ -47,6 +47,9 @@ class TrialRecord:
     compile_s: float = 0.0
     measure_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)  # raw per-shape stats, worker info, ...
+    # where the time went, in seconds summed over shapes (ptx_s, ptxas_s, precompile_s, gpu_build_s, gpu_time_s):
+    # kept apart from ``extra`` because timings differ between runs while measured values must not
+    stages: dict[str, float] = field(default_factory=dict)
 
     def to_row(self) -> dict[str, Any]:
         """Flatten to one table row: objective columns become top-level columns."""
@@ -55,6 +58,7 @@ class TrialRecord:
         row["config"] = json.dumps(self.config, sort_keys=True)
         row["acf"] = self.acf or ""
         row["extra"] = json.dumps(self.extra, sort_keys=True, default=str)
+        row["stages"] = json.dumps(self.stages, sort_keys=True)
         row.update(values)
         return row
 
@@ -73,4 +77,5 @@ class TrialRecord:
             compile_s=float(row.get("compile_s", 0.0)),
             measure_s=float(row.get("measure_s", 0.0)),
             extra=json.loads(row.get("extra") or "{}"),
+            stages=json.loads(row.get("stages") or "{}"),
         )

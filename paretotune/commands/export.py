@@ -21,7 +21,7 @@ from paretotune.errors import UserError
 
 FORMATS = ("csv", "parquet", "json")
 FIRST = ["candidate_id", "generation", "is_baseline", "status", "front", "crowding"]
-LAST = ["acf", "config", "error", "excluded_reason", "compile_s", "measure_s", "extra"]
+LAST = ["acf", "config", "error", "excluded_reason", "compile_s", "measure_s", "stages", "extra"]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

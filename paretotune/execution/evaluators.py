@@ -32,14 +32,14 @@ class StaticEvaluator:
         self.pool.close()
 
 
-def evaluator_for(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Sequence[Objective]):  # noqa: ANN201
+def evaluator_for(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Sequence[Objective]):
     if campaign.spec.execution.backend == "ray":
-        from paretotune.execution.ray_backend import ray_evaluator  # noqa: PLC0415 - ray only when asked for
+        from paretotune.execution.ray_backend import ray_evaluator
 
         return ray_evaluator(campaign, ptxas, run, objectives)
     stages = {o.stage for o in objectives}
     if stages <= {"static"}:
         return StaticEvaluator(campaign, ptxas, run)
-    from paretotune.execution.gpu import GpuEvaluator  # noqa: PLC0415 - GPU stack only when asked for
+    from paretotune.execution.gpu import GpuEvaluator
 
     return GpuEvaluator(campaign, ptxas, run, objectives)

@@ -31,38 +31,60 @@ def input_seed(campaign_seed: int, candidate_id: int) -> int:
 
 
 class GpuWorker:
-    """Parent-side handle of the measurement process: send a job, wait with a timeout, restart on trouble."""
+    """Parent-side handle of the measurement process: send a job, wait with a timeout, restart on trouble.
 
-    def __init__(self, campaign: Campaign, ptxas: Ptxas, timeout_s: float) -> None:
+    A spare process is kept started (imports done, CUDA context up, idle): a bad ACF that faults costs a
+    restart, and on an H200 a fresh process takes seconds to import torch, Triton and Helion, which with a few
+    faulting candidates per generation was most of the per-candidate wall time. The spare takes over at once
+    and the next spare starts in the background.
+    """
+
+    def __init__(self, campaign: Campaign, ptxas: Ptxas, timeout_s: float, spare: bool = True) -> None:
         self._args = (str(campaign.path), campaign.text, str(ptxas.path), ptxas.version)
         self.timeout_s = timeout_s
+        self.keep_spare = spare
         self._proc: Any = None
         self._conn: Any = None
+        self._spare: tuple[Any, Any] | None = None
         self.restarts = 0
 
-    def _start(self) -> None:
+    def _spawn(self) -> tuple[Any, Any]:
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()
-        self._proc = ctx.Process(target=serve, args=(child, *self._args), daemon=True)
-        self._proc.start()
-        self._conn = parent
-        if not parent.poll(READY_TIMEOUT_S):
-            self.stop()
+        proc = ctx.Process(target=serve, args=(child, *self._args), daemon=True)
+        proc.start()
+        child.close()
+        return proc, parent
+
+    def _start(self) -> None:
+        proc, conn = self._spare if self._spare is not None and self._spare[0].is_alive() else self._spawn()
+        self._spare = None
+        if not conn.poll(READY_TIMEOUT_S):
+            proc.kill()
+            proc.join()
             raise RuntimeError("GPU worker did not start")
-        status, _ = parent.recv()
+        status, _ = conn.recv()
         assert status == "ready"
+        self._proc, self._conn = proc, conn
+        if self.keep_spare:
+            self._spare = self._spawn()
+
+    @staticmethod
+    def _end(proc: Any, conn: Any) -> None:
+        try:
+            conn.send(None)
+            proc.join(5)
+        except (OSError, BrokenPipeError):
+            pass
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
 
     def stop(self) -> None:
-        if self._proc is not None:
-            try:
-                self._conn.send(None)
-                self._proc.join(5)
-            except (OSError, BrokenPipeError):
-                pass
-            if self._proc.is_alive():
-                self._proc.kill()
-                self._proc.join()
-        self._proc = self._conn = None
+        for proc, conn in ((self._proc, self._conn), self._spare or (None, None)):
+            if proc is not None:
+                self._end(proc, conn)
+        self._proc = self._conn = self._spare = None
 
     def _restart(self) -> None:
         if self._proc is not None and self._proc.is_alive():
@@ -150,6 +172,7 @@ class GpuEvaluator:
     def _finish(self, rec: TrialRecord, per_shape: dict[str, Any], ncu: dict[str, dict[str, float]]) -> TrialRecord:
         values = dict(rec.values)
         extra = dict(rec.extra)
+        stages = dict(rec.stages)
         try:
             for shape in self.campaign.shapes:
                 r = per_shape[shape.label]
@@ -159,14 +182,15 @@ class GpuEvaluator:
                 extra.setdefault(shape.label, {}).update(
                     runtime_ms=r["runtime_ms"], baseline_ms=r["baseline_ms"],
                     ratio_to_baseline=r["runtime_ms"] / r["baseline_ms"], baseline_age_s=r["baseline_age_s"],
-                    n_samples=r["n_samples"], gpu_build_s=r["build_s"], gpu_time_s=r["time_s"],
-                    ncu=ncu.get(shape.label, {}))
+                    n_samples=r["n_samples"], ncu=ncu.get(shape.label, {}))
+                stages["gpu_build_s"] = stages.get("gpu_build_s", 0.0) + r["build_s"]
+                stages["gpu_time_s"] = stages.get("gpu_time_s", 0.0) + r["time_s"]
                 for obj in self.objectives:
                     if obj.stage != "static":
                         values[obj.column(shape.label, self.campaign.multi_shape)] = obj.value(m)
         except (KeyError, ValueError) as exc:
             return replace(rec, status="failed", error=f"measurement incomplete: {exc}", values=values, extra=extra)
-        return replace(rec, values=values, extra=extra)
+        return replace(rec, values=values, extra=extra, stages={k: round(v, 4) for k, v in stages.items()})
 
     def close(self) -> None:
         self.pool.close()

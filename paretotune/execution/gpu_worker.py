@@ -40,6 +40,10 @@ def serve(conn: Any, campaign_path: str, campaign_text: str, ptxas_path: str, pt
     adapter = make_adapter(campaign)
     spec = campaign.spec.evaluation
     baselines: dict[str, Baseline] = {}
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.init()  # a spare worker is ready to measure the moment it takes over (no kernel runs yet)
     conn.send(("ready", None))
     while True:
         msg = conn.recv()

@@ -64,10 +64,13 @@ def evaluate_static(candidate: Candidate) -> TrialRecord:
     start = time.perf_counter()
     values: dict[str, float] = {}
     extra: dict[str, Any] = {}
+    stages: dict[str, float] = {}
     acf = Path(_STATE["ctx"].acf_dir) / f"{candidate.acf}.acf" if candidate.acf else None
     try:
         for shape in campaign.shapes:
+            t0 = time.perf_counter()
             kptx = _ptx(candidate.config, shape)
+            t1 = time.perf_counter()
             build = build_ptx(_STATE["ptxas"], kptx.ptx, campaign.target, acf, kernel_name=kptx.kernel_name,
                               num_warps=kptx.num_warps, dynamic_shared=kptx.dynamic_shared,
                               timeout_s=campaign.spec.evaluation.compile_timeout_s,
@@ -77,9 +80,13 @@ def evaluate_static(candidate: Candidate) -> TrialRecord:
                                   "spill_loads": build.spill_loads, "stack": build.stack_frame,
                                   "static_shared": build.static_shared, "dynamic_shared": build.dynamic_shared,
                                   "num_warps": build.num_warps}
+            stages["ptx_s"] = stages.get("ptx_s", 0.0) + t1 - t0
+            stages["ptxas_s"] = stages.get("ptxas_s", 0.0) + time.perf_counter() - t1
             if _STATE["ctx"].precompile and hasattr(_STATE["adapter"], "precompile"):
+                t2 = time.perf_counter()
                 with contextlib.redirect_stdout(io.StringIO()):
                     _STATE["adapter"].precompile(candidate.config, shape, acf, campaign.target)
+                stages["precompile_s"] = stages.get("precompile_s", 0.0) + time.perf_counter() - t2
             for obj in _STATE["objectives"]:
                 if obj.stage != "static":
                     continue
@@ -92,7 +99,8 @@ def evaluate_static(candidate: Candidate) -> TrialRecord:
         return _failed(candidate, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}{where}", start)
     return TrialRecord(candidate_id=candidate.candidate_id, generation=candidate.generation, config=candidate.config,
                        acf=candidate.acf, is_baseline=candidate.is_baseline, status="ok", values=values,
-                       compile_s=time.perf_counter() - start, extra=extra)
+                       compile_s=time.perf_counter() - start, extra=extra,
+                       stages={k: round(v, 4) for k, v in stages.items()})
 
 
 def _failed(candidate: Candidate, error: str, start: float) -> TrialRecord:

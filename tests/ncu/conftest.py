@@ -30,6 +30,7 @@ def fake_ncu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ncu:
     script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("FAKE_NCU_MODE", raising=False)
+    monkeypatch.delenv("FAKE_NCU_REPLAY", raising=False)
     return Ncu(script, "2025.3.1.0")
 
 

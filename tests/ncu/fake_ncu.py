@@ -9,6 +9,10 @@ when nothing was profiled, and ``==ERROR== The application returned an error cod
 
 ``FAKE_NCU_MODE=perm`` adds the recorded ERR_NVGPUCTRPERM line and profiles nothing. ``--import FILE`` prints
 FILE (in report mode this fake writes the CSV text as the "report").
+
+``FAKE_NCU_REPLAY=DIR0:DIR1:…`` runs no child: run N of a batch (the runner's ``run-NNN`` directory) replays
+the output real ncu recorded in DIRn (``ncu.log``, ``stdout.txt``, ``stderr.txt``, ``# rc=`` of
+``command.txt``; the layout of ``tests/fixtures/ncu/h200_gpu_tests/``).
 """
 from __future__ import annotations
 
@@ -83,6 +87,17 @@ def _render(launches: list[tuple[list[tuple[str, str]], dict]], metrics: list[st
     return out.getvalue()
 
 
+def _replay(log: Path) -> int:
+    run = int(log.parent.name.removeprefix("run-"))
+    recorded = Path(os.environ["FAKE_NCU_REPLAY"].split(os.pathsep)[run])
+    log.write_text((recorded / "ncu.log").read_text())
+    sys.stdout.write((recorded / "stdout.txt").read_text())
+    sys.stderr.write((recorded / "stderr.txt").read_text())
+    rc = re.search(r"^# rc=(-?\d+)", (recorded / "command.txt").read_text(), re.MULTILINE)
+    assert rc is not None, recorded
+    return int(rc.group(1))
+
+
 def main(argv: list[str]) -> int:
     if argv == ["--version"]:
         print("NVIDIA (R) Nsight Compute Command Line Profiler\nCopyright (c) 2018-2025 NVIDIA Corporation\n"
@@ -113,6 +128,8 @@ def main(argv: list[str]) -> int:
     if "--import" in opts:
         print(Path(opts["--import"]).read_text(), end="")
         return 0
+    if os.environ.get("FAKE_NCU_REPLAY"):
+        return _replay(Path(opts["--log-file"]))
     child = argv[i:]
     where = str(Path(opts["--log-file"]).parent) if "--log-file" in opts else None  # the runner's run dir
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, dir=where) as f:

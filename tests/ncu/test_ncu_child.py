@@ -124,15 +124,15 @@ def test_import_object() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("factory", ["make_copy_launch", "make_helion_launch"])
+@pytest.mark.parametrize("factory", ["ncu_gpu_kernels:make_copy_launch", "ncu_helion_scale:make_scale_launch"])
 def test_real_triton_and_helion_kernels_through_the_child_on_cpu(tmp_path: Path, factory: str) -> None:
-    """The GPU tests' factories, run by the real child with Triton's interpreter instead of a GPU."""
+    """A Triton and a Helion kernel, run by the real child with Triton's interpreter instead of a GPU."""
     pytest.importorskip("triton")
-    if factory == "make_helion_launch":
+    if "helion" in factory:
         pytest.importorskip("helion")
     items = [BatchItem(i, "4k", {"n": 4096, "block": b, "num_warps": w, "device": "cpu"})
              for i, (b, w) in enumerate([(256, 2), (1024, 4)])]
-    argv = python_child(f"ncu_gpu_kernels:{factory}", sys_path=[str(HERE)])(
+    argv = python_child(factory, sys_path=[str(HERE)])(
         ChildRequest(tuple(items), tmp_path, None))
     proc = subprocess.run(argv, env=child_env({"TRITON_INTERPRET": "1"}), check=False, capture_output=True, text=True,
                           timeout=300)

@@ -45,7 +45,7 @@ def record(result: BatchResult, name: str) -> None:
     for run in result.runs:
         dest = Path(target) / f"{name}-run{run.index}"
         dest.mkdir(parents=True, exist_ok=True)
-        for f in ("ncu.log", "stdout.txt", "stderr.txt", "child_spec.json"):
+        for f in ("ncu.log", "stdout.txt", "stderr.txt", "child_spec.json", "report.ncu-rep"):
             if (Path(run.workdir) / f).is_file():
                 shutil.copy(Path(run.workdir) / f, dest / f)
         (dest / "command.txt").write_text(" ".join(run.argv) + f"\n# rc={run.returncode} wall_s={run.wall_s}\n")

@@ -1,0 +1,48 @@
+"""The GPU worker's hot spare: after the measuring process dies, the spare takes over without a cold start.
+
+Runs on a CPU: the worker starts (imports, campaign, adapter) without a GPU, and a job fails there for lack of
+CUDA, which is all this needs: the process that answers is the spare started beforehand, and a new spare is
+started behind it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from paretotune.campaign.load import load_campaign
+from paretotune.execution.gpu import GpuWorker
+from paretotune.execution.gpu_worker import GpuJob
+from paretotune.toolchain.ptxas import find_ptxas
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml"
+
+
+@pytest.fixture
+def worker() -> GpuWorker:
+    campaign = load_campaign(QUICKSTART)
+    gpu = GpuWorker(campaign, find_ptxas(), timeout_s=60)
+    yield gpu
+    gpu.stop()
+
+
+def test_spare_takes_over_after_the_worker_dies(worker: GpuWorker) -> None:
+    job = GpuJob(candidate_id=1, config={"num_warps": 4}, acf_path=None, seed=1)
+    status, _ = worker.run(job, n_shapes=1)  # starts the first worker; no CUDA here, so the job fails
+    assert status == "failed"
+    first, spare = worker._proc, worker._spare[0]
+    assert first.is_alive() and spare.is_alive() and spare.pid != first.pid
+
+    first.kill()
+    first.join()
+    status, reason = worker.run(job, n_shapes=1)
+    assert status == "failed" and "cuda" in reason.lower() and "died" not in reason, reason  # a live worker answered
+    assert worker._proc.pid == spare.pid  # the spare took over
+    assert worker._spare is not None and worker._spare[0].pid not in (first.pid, spare.pid)
+
+
+def test_stop_ends_worker_and_spare(worker: GpuWorker) -> None:
+    worker.run(GpuJob(candidate_id=1, config={"num_warps": 4}, acf_path=None, seed=1), n_shapes=1)
+    procs = [worker._proc, worker._spare[0]]
+    worker.stop()
+    assert not any(p.is_alive() for p in procs)
