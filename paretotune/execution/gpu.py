@@ -124,7 +124,7 @@ class GpuEvaluator:
         ev = campaign.spec.evaluation
         ctx = WorkerContext(campaign_path=str(campaign.path), campaign_text=campaign.text,
                             ptxas_path=str(ptxas.path), ptxas_version=ptxas.version, acf_dir=str(run.path / "acf"),
-                            precompile=True)
+                            precompile=True, compile_timeout_s=ev.compile_timeout_s)
         self.pool = WorkerPool(evaluate_static, init_worker, (ctx,), ev.workers,
                                ev.compile_timeout_s * len(campaign.shapes) + 30.0)
         self.gpu = GpuWorker(campaign, ptxas, ev.measure_timeout_s)

@@ -6,7 +6,11 @@ candidate's ACF → resource usage → objective values. Any failure becomes a f
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
+import os
+import shutil
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass
@@ -27,6 +31,21 @@ class WorkerContext:
     ptxas_version: str
     acf_dir: str
     precompile: bool = False  # also compile with the ACF through Triton, filling its cache for the GPU worker
+    compile_timeout_s: float = 60.0  # for the ptxas that Triton runs itself when precompiling
+
+
+def ptxas_with_timeout(real: Path, timeout_s: float, folder: Path) -> Path:
+    """A ``ptxas`` for Triton that is killed after ``timeout_s``: Triton runs ptxas without a time limit, so a
+    hanging ACF would otherwise hold a worker until the pool's deadline and outlive it. Exit code 124 (or
+    137 after the grace kill) then reads as a timeout; see :func:`_describe`."""
+    text = f'#!/bin/sh\nexec timeout -k 5 {timeout_s:g} "{real}" "$@"\n'
+    wrapper = folder / f"ptxas-{hashlib.sha256(text.encode()).hexdigest()[:16]}"  # shared by workers, made once
+    if not wrapper.exists():
+        tmp = folder / f".{wrapper.name}.{os.getpid()}"
+        tmp.write_text(text)
+        tmp.chmod(0o755)
+        os.replace(tmp, wrapper)
+    return wrapper
 
 
 _STATE: dict[str, Any] = {}
@@ -37,7 +56,11 @@ def init_worker(ctx: WorkerContext) -> None:
     from paretotune.toolchain.ptxas import Ptxas, export_for_triton
 
     ptxas = Ptxas(path=Path(ctx.ptxas_path), version=ctx.ptxas_version)
-    export_for_triton(ptxas)
+    if ctx.precompile and shutil.which("timeout"):
+        wrapper = ptxas_with_timeout(ptxas.path, ctx.compile_timeout_s, Path(tempfile.gettempdir()))
+        export_for_triton(Ptxas(wrapper, ptxas.version))
+    else:
+        export_for_triton(ptxas)
     from paretotune.campaign.load import campaign_from_text, make_adapter, make_objectives
 
     campaign = campaign_from_text(ctx.campaign_text, Path(ctx.campaign_path))
@@ -67,9 +90,14 @@ def evaluate_static(candidate: Candidate) -> TrialRecord:
     stages: dict[str, float] = {}
     acf = Path(_STATE["ctx"].acf_dir) / f"{candidate.acf}.acf" if candidate.acf else None
     try:
+        precompile = _STATE["ctx"].precompile and hasattr(_STATE["adapter"], "precompile")
         for shape in campaign.shapes:
             t0 = time.perf_counter()
-            kptx = _ptx(candidate.config, shape)
+            if precompile:  # one Triton compile, with the ACF, serves the GPU worker's cache and gives the PTX
+                with contextlib.redirect_stdout(io.StringIO()):
+                    kptx = _STATE["adapter"].precompile(candidate.config, shape, acf, campaign.target)
+            else:
+                kptx = _ptx(candidate.config, shape)
             t1 = time.perf_counter()
             build = build_ptx(_STATE["ptxas"], kptx.ptx, campaign.target, acf, kernel_name=kptx.kernel_name,
                               num_warps=kptx.num_warps, dynamic_shared=kptx.dynamic_shared,
@@ -80,13 +108,9 @@ def evaluate_static(candidate: Candidate) -> TrialRecord:
                                   "spill_loads": build.spill_loads, "stack": build.stack_frame,
                                   "static_shared": build.static_shared, "dynamic_shared": build.dynamic_shared,
                                   "num_warps": build.num_warps}
-            stages["ptx_s"] = stages.get("ptx_s", 0.0) + t1 - t0
+            first = "precompile_s" if precompile else "ptx_s"
+            stages[first] = stages.get(first, 0.0) + t1 - t0
             stages["ptxas_s"] = stages.get("ptxas_s", 0.0) + time.perf_counter() - t1
-            if _STATE["ctx"].precompile and hasattr(_STATE["adapter"], "precompile"):
-                t2 = time.perf_counter()
-                with contextlib.redirect_stdout(io.StringIO()):
-                    _STATE["adapter"].precompile(candidate.config, shape, acf, campaign.target)
-                stages["precompile_s"] = stages.get("precompile_s", 0.0) + time.perf_counter() - t2
             for obj in _STATE["objectives"]:
                 if obj.stage != "static":
                     continue
@@ -96,11 +120,19 @@ def evaluate_static(candidate: Candidate) -> TrialRecord:
     except Exception as exc:  # noqa: BLE001 - a candidate's failure is data
         tb = traceback.extract_tb(exc.__traceback__)
         where = f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else ""
-        return _failed(candidate, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}{where}", start)
+        return _failed(candidate, _describe(exc, where), start)
     return TrialRecord(candidate_id=candidate.candidate_id, generation=candidate.generation, config=candidate.config,
                        acf=candidate.acf, is_baseline=candidate.is_baseline, status="ok", values=values,
                        compile_s=time.perf_counter() - start, extra=extra,
                        stages={k: round(v, 4) for k, v in stages.items()})
+
+
+def _describe(exc: Exception, where: str) -> str:
+    """One line for a failed build; Triton's ptxas killed by :func:`ptxas_with_timeout` reads as a timeout."""
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    if type(exc).__name__ == "PTXASError" and ("error code 124" in first or "error code 137" in first):
+        return f"ptxas timed out after {_STATE['ctx'].compile_timeout_s:.0f} s (in Triton's compile)"
+    return f"{type(exc).__name__}: {first}{where}"
 
 
 def _failed(candidate: Candidate, error: str, start: float) -> TrialRecord:

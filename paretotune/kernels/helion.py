@@ -191,13 +191,15 @@ class HelionAdapter:
 
         return ptx_of(*self._compile_ahead(config, shape, target, None))
 
-    def precompile(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, target: TargetArch) -> None:
+    def precompile(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, target: TargetArch) -> KernelPTX:
         """Compile with the ACF as the GPU launch will (CPU pool), so the GPU worker finds it in Triton's cache.
 
         Helion's codegen still runs in the GPU worker (tens of ms); Triton's compile and ptxas (most of a
-        candidate's build time) do not.
+        candidate's build time) do not. Returns the PTX, which the ACF does not change (it acts in ptxas).
         """
-        self._compile_ahead(config, shape, target, acf)
+        from paretotune.kernels.triton import ptx_of
+
+        return ptx_of(*self._compile_ahead(config, shape, target, acf))
 
     def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, device: str,
                 seed: int) -> Prepared:

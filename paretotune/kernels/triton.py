@@ -126,10 +126,14 @@ class TritonAdapter:
                         rtol=self.spec.rtol, kernel_name=fn.__name__,
                         output=inputs[out_name])
 
-    def precompile(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, target: TargetArch) -> None:
-        """Compile with the ACF exactly as the launch will, so the GPU worker finds it in Triton's disk cache."""
+    def precompile(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, target: TargetArch) -> KernelPTX:
+        """Compile with the ACF exactly as the launch will, so the GPU worker finds it in Triton's disk cache.
+
+        Returns the PTX too: an ACF acts only in ptxas, so it is the PTX :meth:`compile_ptx` would give.
+        """
         launch, _ = _split_config(config)
         if acf is not None:
             launch["ptx_options"] = f"--apply-controls {acf}"
         inputs = self.spec.inputs(shape.params, "meta", 0)
-        compile_like_jit(self.spec.fn, self._ordered_args(inputs, shape, config), launch, target)
+        compiled = compile_like_jit(self.spec.fn, self._ordered_args(inputs, shape, config), launch, target)
+        return ptx_of(compiled, int(launch.get("num_warps", 4)))

@@ -38,3 +38,9 @@ BUNDLED = (
     Bundled("paretotune.kernels.bundled.layer_norm:triton_layer_norm", "llm"),
     Bundled("paretotune.kernels.bundled.matmul:triton_matmul", "square"),
 )
+
+
+def ptx_code(ptx: str) -> str:
+    """PTX without debug line info: Helion's host code for an ACF shifts source lines, not instructions."""
+    body = ptx.split("\t.section\t.debug", 1)[0]
+    return "\n".join(line for line in body.splitlines() if not line.lstrip().startswith((".loc", ".file", "$L__")))

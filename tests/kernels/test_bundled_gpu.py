@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kernel_cases import BUNDLED, Bundled
+from kernel_cases import BUNDLED, Bundled, ptx_code
 
 from paretotune.execution.timing import check_output
 from paretotune.kernels.helion import HelionAdapter
@@ -33,12 +33,6 @@ def _jit_function(kernel: Bundled, adapter: Any, acf: Path | None) -> Any:
     host = adapter.kernel.bind(args).compile_config(adapter.helion_config(adapter.default_config(), acf),
                                                     allow_print=False)
     return host.__globals__[adapter.kernel_name]
-
-
-def _code(ptx: str) -> str:
-    """PTX without debug line info: Helion's host code for an ACF shifts source lines, not instructions."""
-    body = ptx.split("\t.section\t.debug", 1)[0]
-    return "\n".join(line for line in body.splitlines() if not line.lstrip().startswith((".loc", ".file", "$L__")))
 
 
 def _launched(jit_fn: Any, acf: Path | None) -> Any:
@@ -85,7 +79,7 @@ def test_prepare_runs_and_matches_the_static_build(kernel: Bundled, with_acf: bo
     compiled = _launched(_jit_function(kernel, adapter, acf), acf)
     assert compiled.name == prepared.kernel_name
     static = adapter.compile_ptx(config, shape, TARGETS["sm_90"])
-    assert _code(compiled.asm["ptx"]) == _code(static.ptx), "the GPU build's PTX differs from the CPU (meta) compile"
+    assert ptx_code(compiled.asm["ptx"]) == ptx_code(static.ptx), "the GPU build's PTX differs from the CPU (meta) compile"
     stats = build_ptx(ptxas, static.ptx, TARGETS["sm_90"], acf, kernel_name=static.kernel_name,
                       num_warps=static.num_warps, dynamic_shared=static.dynamic_shared)
     assert compiled.n_regs == stats.registers

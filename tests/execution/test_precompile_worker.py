@@ -1,0 +1,69 @@
+"""The GPU campaign's CPU stage (precompile mode) on a CPU: one Triton compile per candidate, and a ptxas
+that hangs inside Triton's own compile is cut off at the campaign's compile timeout.
+
+Triton runs ptxas without a time limit; the worker gives it a ptxas wrapped in ``timeout``. Without that a
+hanging ACF would hold the worker until the pool's deadline and leave the ptxas running after it.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from reliability.standins import write_standin
+
+from paretotune.execution.pool import WorkerPool
+from paretotune.execution.static_job import WorkerContext, evaluate_static, init_worker
+from paretotune.records import Candidate
+from paretotune.toolchain.acf import AcfStore
+from paretotune.toolchain.ptxas import find_ptxas
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "configs" / "quickstart.yaml"
+
+
+@pytest.fixture
+def acfs(tmp_path: Path) -> tuple[Path, list[str]]:
+    """Two ACFs from CompileIQ's ptxas 13.3 space, stored by content hash."""
+    from compileiq.ciq import Search
+    from compileiq.search_spaces.compilers import PtxasSearchSpace
+    from compileiq.types import SearchConfiguration, WorkerTypes
+
+    config = SearchConfiguration(pool_size=6, generations=1, problem_type="min", num_objectives=1)
+    tuner = Search(objective_function=lambda _c: None, search_space=PtxasSearchSpace(version="13.3"),
+                   search_config=config, worker_type=WorkerTypes.MANUAL)
+    store = AcfStore(tmp_path / "acf")
+    return tmp_path / "acf", [store.put_hex(h, ptxas_version="13.3", target="sm_90", source="compileiq").sha256
+                              for h in tuner.sample(2)]
+
+
+def run_one(tmp_path: Path, ptxas: Path, acf_dir: Path, sha: str, timeout_s: float) -> tuple:
+    ctx = WorkerContext(campaign_path=str(QUICKSTART), campaign_text=QUICKSTART.read_text(), ptxas_path=str(ptxas),
+                        ptxas_version=find_ptxas().version, acf_dir=str(acf_dir), precompile=True,
+                        compile_timeout_s=timeout_s)
+    pool = WorkerPool(evaluate_static, init_worker, (ctx,), 1, 120.0)
+    try:
+        cand = Candidate(candidate_id=1, generation=0, config={"num_warps": 8, "num_stages": 1}, acf=sha)
+        return next(iter(pool.run([cand])))
+    finally:
+        pool.close()
+
+
+def test_one_compile_per_candidate(tmp_path: Path, acfs: tuple[Path, list[str]],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    rec = run_one(tmp_path, find_ptxas().path, acfs[0], acfs[1][0], 60)
+    assert rec.status == "ok", rec.error
+    assert set(rec.stages) == {"precompile_s", "ptxas_s"}  # no separate no-ACF compile for the PTX
+    entries = [json.loads(p.read_text()) for p in (tmp_path / "cache").glob("*/*.json") if "__grp" not in p.name]
+    assert [e["ptx_options"].split()[1] for e in entries] == [str(acfs[0] / f"{acfs[1][0]}.acf")]
+
+
+def test_hang_inside_tritons_ptxas_is_a_timeout(tmp_path: Path, acfs: tuple[Path, list[str]],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    exe, _ = write_standin(tmp_path, find_ptxas().path, ["hang"])
+    rec = run_one(tmp_path, exe, acfs[0], acfs[1][0], 3)
+    assert rec.status == "failed"
+    assert rec.error == "ptxas timed out after 3 s (in Triton's compile)"
+    assert rec.compile_s < 30  # cut off by the wrapper, not by the pool's 120 s deadline
