@@ -101,11 +101,21 @@ def helion_side(workdir: Path, acfs: list[str], m: int, n: int, budget_s: int) -
     if log.with_suffix(".csv").exists():
         with open(log.with_suffix(".csv")) as fh:
             rows = list(csv.DictReader(fh))
-    stamps = sorted(float(r["timestamp_s"]) for r in rows if r.get("timestamp_s"))
-    steady = (stamps[-1] - stamps[0]) / (len(stamps) - 1) if len(stamps) > 1 else None
-    return {"configs_tested": len(rows), "wall_s": wall, "s_per_config": wall / len(rows) if rows else None,
-            "s_per_config_steady": steady, "statuses": dict(Counter(r.get("status") for r in rows)),
-            "error": error, "acf_files": len(acfs), "csv_columns": list(rows[0]) if rows else []}
+    return {"wall_s": wall, "error": error, "acf_files": len(acfs), **count_configs(rows, wall)}
+
+
+def count_configs(rows: list[dict], wall_s: float) -> dict:
+    """Configs Helion tested, from its autotune CSV log: one row when a config starts, one when it ends.
+
+    Only the end rows (status other than ``started``) count; the steady rate spans their timestamps.
+    """
+    done = [r for r in rows if r.get("status") != "started"]
+    stamps = sorted(float(r["timestamp_s"]) for r in done if r.get("timestamp_s"))
+    return {"configs_tested": len(done), "csv_rows": len(rows),
+            "s_per_config": wall_s / len(done) if done else None,
+            "s_per_config_steady": (stamps[-1] - stamps[0]) / (len(stamps) - 1) if len(stamps) > 1 else None,
+            "statuses": dict(Counter(r.get("status") for r in rows)),
+            "csv_columns": list(rows[0]) if rows else []}
 
 
 def main() -> None:
@@ -150,7 +160,7 @@ def main() -> None:
                      "triton": __import__("triton").__version__,
                      "helion": __import__("importlib.metadata").metadata.version("helion"),
                      "ptxas": subprocess.run([os.environ.get("TRITON_PTXAS_PATH", "ptxas"), "--version"],
-                                             capture_output=True, text=True).stdout.strip().splitlines()[-1]},
+                                             check=False, capture_output=True, text=True).stdout.strip().splitlines()[-1]},
         "paretotune": ours, "helion": theirs,
         "paretotune_rate_vs_helion": rate, "paretotune_rate_vs_helion_steady": rate_steady,
         "notes": "rate = Helion seconds per config / paretotune steady seconds per candidate (> 1: paretotune "
