@@ -30,8 +30,8 @@ import pandas as pd
 from machine import cpu_model, load_average  # benchmarks/ is sys.path[0] when a script runs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from paretotune.pareto import crowding_distances, pareto_ranks, rank_fronts  # noqa: E402
-from paretotune.pareto.table import minimization_matrix  # noqa: E402
+from paretotune.pareto import crowding_distances, pareto_ranks, rank_fronts
+from paretotune.pareto.table import minimization_matrix
 
 N, GOAL_S = 100_000, 1.0
 DIRECTIONS = {"runtime": "min", "registers": "min", "occupancy": "max", "l1_hit": "max"}

@@ -17,7 +17,7 @@ from paretotune.store import RunDir
 QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "quickstart.yaml"
 
 
-def test_quickstart_finds_an_acf_candidate_that_dominates_the_baseline(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_quickstart_finds_an_acf_candidate_that_dominates_the_baseline(tmp_path: Path, capsys) -> None:
     out = tmp_path / "run"
     assert cli(["run", str(QUICKSTART), "--out", str(out), "--quiet"]) == 0
     printed = capsys.readouterr().out

@@ -47,7 +47,8 @@ def _wheel_ptxas() -> Path | None:
 def ptxas_version(path: Path) -> str:
     """Parse ``ptxas --version``; raise ToolchainError if the binary cannot run."""
     try:
-        out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run([str(path), "--version"], check=False, capture_output=True, text=True,
+                             timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ToolchainError(f"{path}: cannot run ptxas ({exc})") from None
     match = _VERSION_RE.search(out)
@@ -169,7 +170,7 @@ def build_ptx(ptxas: Ptxas, ptx: str, target: TargetArch, acf: Path | None, *, k
         cmd = [str(ptxas.path), *ptxas_flags(target, acf, enable_fp_fusion=enable_fp_fusion), str(src), "-o", str(out)]
         start = time.perf_counter()
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
+            proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout_s,
                                   preexec_fn=_die_with_parent if os.name == "posix" else None)
         except subprocess.TimeoutExpired:
             raise CandidateFailure(f"ptxas timed out after {timeout_s:.0f} s") from None

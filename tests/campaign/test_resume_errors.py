@@ -6,21 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from reliability.test_bad_environment import refused
 
 from campaign.conftest import Crash, write_campaign
 from campaign.test_resume import crash_after, start
-from paretotune.cli import main
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml"
-
-
-def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    code = main(argv)
-    err = capsys.readouterr().err
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("paretotune: error: "), err
-    return lines[0]
 
 
 def test_resume_refuses_what_it_cannot_continue(tmp_path: Path, fake_evaluator: object, ptxas: object,

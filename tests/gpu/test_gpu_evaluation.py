@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 import textwrap
 from pathlib import Path
 
@@ -52,13 +51,13 @@ def test_ptxas_hang_is_a_timeout_failure(tmp_path: Path, monkeypatch: pytest.Mon
     stand_in.write_text(f"#!/bin/sh\ncase \"$*\" in *--apply-controls*) sleep 600;; esac\nexec {real} \"$@\"\n")
     stand_in.chmod(stand_in.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PARETOTUNE_PTXAS", str(stand_in))
-    cfg = _campaign(tmp_path, f"""
+    cfg = _campaign(tmp_path, """
         name: hang
-        kernel: {{source: "paretotune.kernels.bundled.softmax:triton_softmax", space: {{num_warps: [8, 16]}}}}
-        shapes: [{{name: s, M: 1024, N: 4096}}]
+        kernel: {source: "paretotune.kernels.bundled.softmax:triton_softmax", space: {num_warps: [8, 16]}}
+        shapes: [{name: s, M: 1024, N: 4096}]
         objectives: [runtime]
-        search: {{engine: compileiq, generations: 1, pool_size: 6}}
-        evaluation: {{workers: 2, compile_timeout_s: 5, warmup_ms: 2, rep_ms: 5}}
+        search: {engine: compileiq, generations: 1, pool_size: 6}
+        evaluation: {workers: 2, compile_timeout_s: 5, warmup_ms: 2, rep_ms: 5}
     """)
     assert cli(["run", str(cfg), "--out", str(tmp_path / "run"), "--quiet"]) == 0
     df = pd.read_json(tmp_path / "run" / "results.jsonl", lines=True)

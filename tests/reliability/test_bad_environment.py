@@ -19,6 +19,7 @@ QUICKSTART = ROOT / "configs" / "quickstart.yaml"
 
 
 def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """Run the CLI in-process and return its one error line (exit code 2, nothing else on stderr)."""
     code = main(argv)
     err = capsys.readouterr().err
     assert code == 2, err

@@ -12,7 +12,7 @@ from paretotune.toolchain.ptxas import MIN_VERSION, find_ptxas, parse_ptxas_log,
 
 
 def _fake_ptxas(path: Path, version: str) -> Path:
-    major, minor, patch = version.split(".")
+    major, minor, _patch = version.split(".")
     path.write_text("#!/bin/sh\necho 'ptxas: NVIDIA (R) Ptx optimizing assembler'\n"
                     f"echo 'Cuda compilation tools, release {major}.{minor}, V{version}'\n")
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
