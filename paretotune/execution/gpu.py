@@ -33,7 +33,7 @@ def input_seed(campaign_seed: int, candidate_id: int) -> int:
 class GpuWorker:
     """Parent-side handle of the measurement process: send a job, wait with a timeout, restart on trouble.
 
-    A spare process is kept started (imports done, CUDA context up, idle): a bad ACF that faults costs a
+    A spare process is kept started (imports done, CUDA initialized, idle): a bad ACF that faults costs a
     restart, and on an H200 a fresh process takes seconds to import torch, Triton and Helion, which with a few
     faulting candidates per generation was most of the per-candidate wall time. The spare takes over at once
     and the next spare starts in the background.
