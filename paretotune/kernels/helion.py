@@ -161,15 +161,18 @@ class HelionAdapter:
         bound, _ = self._bind_meta(shape, NUM_SMS[90])
         return str(bound.to_triton_code(self.helion_config(config, acf)))
 
-    def _compile_ahead(self, config: Mapping[str, Any], shape: Shape, target: TargetArch,
-                       acf: Path | None) -> tuple[Any, int]:
-        """Run the host function with a launcher that compiles (for ``target``) instead of launching.
+    def compile_ptx(self, config: Mapping[str, Any], shape: Shape, target: TargetArch) -> KernelPTX:
+        return self.precompile(config, shape, None, target)
 
-        With an ``acf`` the compile keeps the host code's ``ptx_options``, exactly as the GPU launch will pass
-        them, so Triton's disk cache gets the entry that launch looks up; without, ptx_options are dropped.
-        Returns the compiled device kernel and its warp count.
+    def precompile(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, target: TargetArch) -> KernelPTX:
+        """Compile as the GPU launch will (CPU pool), so the GPU worker finds the build in Triton's disk cache.
+
+        The host function runs with a launcher that compiles for ``target`` instead of launching; with an
+        ``acf`` the compile keeps the host code's ``ptx_options`` exactly as the launch passes them. Helion's
+        codegen still runs in the GPU worker (tens of ms); Triton's compile and ptxas do not. Returns the PTX,
+        which the ACF does not change (it acts in ptxas).
         """
-        from paretotune.kernels.triton import compile_like_jit
+        from paretotune.kernels.triton import compile_like_jit, ptx_of
 
         num_sms = NUM_SMS.get(target.capability, NUM_SMS[90])
         bound, args = self._bind_meta(shape, num_sms)
@@ -193,22 +196,7 @@ class HelionAdapter:
         if not ours:
             names = sorted({ck.name for ck, _ in compiled}) or ["no launch"]
             raise ValueError(f"kernel {self.name}: the host function launched {names}, not {self.kernel_name}")
-        return ours[0]
-
-    def compile_ptx(self, config: Mapping[str, Any], shape: Shape, target: TargetArch) -> KernelPTX:
-        from paretotune.kernels.triton import ptx_of
-
-        return ptx_of(*self._compile_ahead(config, shape, target, None))
-
-    def precompile(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, target: TargetArch) -> KernelPTX:
-        """Compile with the ACF as the GPU launch will (CPU pool), so the GPU worker finds it in Triton's cache.
-
-        Helion's codegen still runs in the GPU worker (tens of ms); Triton's compile and ptxas (most of a
-        candidate's build time) do not. Returns the PTX, which the ACF does not change (it acts in ptxas).
-        """
-        from paretotune.kernels.triton import ptx_of
-
-        return ptx_of(*self._compile_ahead(config, shape, target, acf))
+        return ptx_of(*ours[0])
 
     def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, device: str,
                 seed: int) -> Prepared:

@@ -101,11 +101,7 @@ class TritonAdapter:
         return [named[n] for n in names]
 
     def compile_ptx(self, config: Mapping[str, Any], shape: Shape, target: TargetArch) -> KernelPTX:
-        launch, _ = _split_config(config)
-        inputs = self.spec.inputs(shape.params, "meta", 0)
-        args = self._ordered_args(inputs, shape, config)
-        compiled = compile_like_jit(self.spec.fn, args, launch, target)
-        return ptx_of(compiled, int(launch.get("num_warps", 4)))
+        return self.precompile(config, shape, None, target)
 
     def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, device: str,
                 seed: int) -> Prepared:
