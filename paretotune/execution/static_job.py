@@ -90,7 +90,7 @@ def evaluate_static(candidate: Candidate) -> TrialRecord:
     stages: dict[str, float] = {}
     acf = Path(_STATE["ctx"].acf_dir) / f"{candidate.acf}.acf" if candidate.acf else None
     try:
-        precompile = _STATE["ctx"].precompile and hasattr(_STATE["adapter"], "precompile")
+        precompile = _STATE["ctx"].precompile
         for shape in campaign.shapes:
             t0 = time.perf_counter()
             if precompile:  # one Triton compile, with the ACF, serves the GPU worker's cache and gives the PTX

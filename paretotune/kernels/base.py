@@ -1,7 +1,9 @@
-"""What a kernel adapter is: a kernel-config space plus two ways to build a candidate.
+"""What a kernel adapter is: a kernel-config space plus the ways to build a candidate.
 
 - :meth:`KernelAdapter.compile_ptx` compiles ahead of time, without a GPU, to PTX for a target. ACFs only
   act in ptxas, so one PTX per (config, shape) serves every ACF: the static path runs ptxas on it per ACF.
+- :meth:`KernelAdapter.precompile` is the same compile with the candidate's ACF, run in the CPU pool of a GPU
+  campaign so that the GPU worker's launch finds it in Triton's disk cache.
 - :meth:`KernelAdapter.prepare` (GPU only) compiles with the ACF through the normal launch path and returns
   a zero-argument launch function, its inputs and the reference output for the correctness gate.
 """
@@ -52,6 +54,10 @@ class KernelAdapter(Protocol):
 
     def compile_ptx(self, config: Mapping[str, Any], shape: Shape, target: TargetArch) -> KernelPTX:
         """Compile to PTX for ``target`` without a GPU (no ACF: ptxas runs later, per ACF)."""
+
+    def precompile(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, target: TargetArch) -> KernelPTX:
+        """Compile with ``acf`` exactly as :meth:`prepare` will, without a GPU, so that the GPU worker finds the
+        build in Triton's disk cache; returns the PTX (the same as :meth:`compile_ptx`: ACFs act in ptxas)."""
 
     def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, device: str,
                 seed: int) -> Prepared:

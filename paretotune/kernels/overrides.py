@@ -34,6 +34,9 @@ class OverriddenAdapter:
     def compile_ptx(self, config: Mapping[str, Any], shape: Shape, target: TargetArch) -> KernelPTX:
         return self.inner.compile_ptx(config, shape, target)
 
+    def precompile(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, target: TargetArch) -> KernelPTX:
+        return self.inner.precompile(config, shape, acf, target)
+
     def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, device: str,
                 seed: int) -> Prepared:
         return self.inner.prepare(config, shape, acf, device, seed)

@@ -37,8 +37,10 @@ def acfs(tmp_path: Path) -> tuple[Path, list[str]]:
                               for h in tuner.sample(2)]
 
 
-def run_one(tmp_path: Path, ptxas: Path, acf_dir: Path, sha: str, timeout_s: float) -> tuple:
-    ctx = WorkerContext(campaign_path=str(QUICKSTART), campaign_text=QUICKSTART.read_text(), ptxas_path=str(ptxas),
+def run_one(tmp_path: Path, ptxas: Path, acf_dir: Path, sha: str, timeout_s: float,
+            campaign_text: str | None = None) -> tuple:
+    text = campaign_text or QUICKSTART.read_text()
+    ctx = WorkerContext(campaign_path=str(QUICKSTART), campaign_text=text, ptxas_path=str(ptxas),
                         ptxas_version=find_ptxas().version, acf_dir=str(acf_dir), precompile=True,
                         compile_timeout_s=timeout_s)
     pool = WorkerPool(evaluate_static, init_worker, (ctx,), 1, 120.0)
@@ -49,10 +51,18 @@ def run_one(tmp_path: Path, ptxas: Path, acf_dir: Path, sha: str, timeout_s: flo
         pool.close()
 
 
-def test_one_compile_per_candidate(tmp_path: Path, acfs: tuple[Path, list[str]],
-                                   monkeypatch: pytest.MonkeyPatch) -> None:
+# a campaign that narrows the kernel's space wraps the adapter (kernels/overrides.py): it must precompile too
+NARROWED = QUICKSTART.read_text().replace("  source: paretotune.kernels.bundled.softmax:triton_softmax\n",
+                                          "  source: paretotune.kernels.bundled.softmax:triton_softmax\n"
+                                          "  space: {num_warps: [8, 16]}\n")
+
+
+@pytest.mark.parametrize("campaign_text", [None, NARROWED], ids=["adapter", "narrowed-space"])
+def test_one_compile_per_candidate(tmp_path: Path, acfs: tuple[Path, list[str]], monkeypatch: pytest.MonkeyPatch,
+                                   campaign_text: str | None) -> None:
+    assert NARROWED != QUICKSTART.read_text()
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
-    rec = run_one(tmp_path, find_ptxas().path, acfs[0], acfs[1][0], 60)
+    rec = run_one(tmp_path, find_ptxas().path, acfs[0], acfs[1][0], 60, campaign_text)
     assert rec.status == "ok", rec.error
     assert set(rec.stages) == {"precompile_s", "ptxas_s"}  # no separate no-ACF compile for the PTX
     entries = [json.loads(p.read_text()) for p in (tmp_path / "cache").glob("*/*.json") if "__grp" not in p.name]
