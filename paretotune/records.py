@@ -58,7 +58,7 @@ class TrialRecord:
         row["config"] = json.dumps(self.config, sort_keys=True)
         row["acf"] = self.acf or ""
         row["extra"] = json.dumps(self.extra, sort_keys=True, default=str)
-        row["stages"] = json.dumps(self.stages, sort_keys=True)
+        row["stages"] = json.dumps({k: round(v, 4) for k, v in self.stages.items()}, sort_keys=True)
         row.update(values)
         return row
 

@@ -134,7 +134,7 @@ def _ratio(report: FrontReport, row: pd.Series, column: ObjectiveColumn) -> floa
 # -- text ---------------------------------------------------------------------------------------------------
 def render_text(report: FrontReport) -> str:
     lines = [(f"run {report.run_dir}: {report.n_evaluated} evaluated, {len(report.excluded)} excluded, "
-             f"{len(report.front)} on the Pareto front")]
+              f"{len(report.front)} on the Pareto front")]
     directions = ", ".join(f"{c.column} ({c.direction})" for c in report.columns)
     lines.append(f"objectives: {directions}")
     if report.baseline is None:
@@ -161,7 +161,7 @@ def render_text(report: FrontReport) -> str:
     if report.all_shapes is not None:
         objective = report.columns[0].objective
         lines += ["", (f"candidates that beat the baseline on every shape, by geomean {objective} speedup over "
-                      "shapes, then worst shape:")]
+                       "shapes, then worst shape:")]
         if report.all_shapes.empty:
             lines.append("none")
         else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
@@ -39,10 +40,9 @@ class GpuWorker:
     and the next spare starts in the background.
     """
 
-    def __init__(self, campaign: Campaign, ptxas: Ptxas, timeout_s: float, spare: bool = True) -> None:
+    def __init__(self, campaign: Campaign, ptxas: Ptxas, timeout_s: float) -> None:
         self._args = (str(campaign.path), campaign.text, str(ptxas.path), ptxas.version)
         self.timeout_s = timeout_s
-        self.keep_spare = spare
         self._proc: Any = None
         self._conn: Any = None
         self._spare: tuple[Any, Any] | None = None
@@ -66,8 +66,7 @@ class GpuWorker:
         status, _ = conn.recv()
         assert status == "ready"
         self._proc, self._conn = proc, conn
-        if self.keep_spare:
-            self._spare = self._spawn()
+        self._spare = self._spawn()
 
     @staticmethod
     def _end(proc: Any, conn: Any) -> None:
@@ -172,7 +171,7 @@ class GpuEvaluator:
     def _finish(self, rec: TrialRecord, per_shape: dict[str, Any], ncu: dict[str, dict[str, float]]) -> TrialRecord:
         values = dict(rec.values)
         extra = dict(rec.extra)
-        stages = dict(rec.stages)
+        stages = Counter(rec.stages)
         try:
             for shape in self.campaign.shapes:
                 r = per_shape[shape.label]
@@ -183,14 +182,14 @@ class GpuEvaluator:
                     runtime_ms=r["runtime_ms"], baseline_ms=r["baseline_ms"],
                     ratio_to_baseline=r["runtime_ms"] / r["baseline_ms"], baseline_age_s=r["baseline_age_s"],
                     n_samples=r["n_samples"], ncu=ncu.get(shape.label, {}))
-                stages["gpu_build_s"] = stages.get("gpu_build_s", 0.0) + r["build_s"]
-                stages["gpu_time_s"] = stages.get("gpu_time_s", 0.0) + r["time_s"]
+                stages["gpu_build_s"] += r["build_s"]
+                stages["gpu_time_s"] += r["time_s"]
                 for obj in self.objectives:
                     if obj.stage != "static":
                         values[obj.column(shape.label, self.campaign.multi_shape)] = obj.value(m)
         except (KeyError, ValueError) as exc:
             return replace(rec, status="failed", error=f"measurement incomplete: {exc}", values=values, extra=extra)
-        return replace(rec, values=values, extra=extra, stages={k: round(v, 4) for k, v in stages.items()})
+        return replace(rec, values=values, extra=extra, stages=dict(stages))
 
     def close(self) -> None:
         self.pool.close()

@@ -13,6 +13,7 @@ import shutil
 import tempfile
 import time
 import traceback
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,7 +88,7 @@ def evaluate_static(candidate: Candidate) -> TrialRecord:
     start = time.perf_counter()
     values: dict[str, float] = {}
     extra: dict[str, Any] = {}
-    stages: dict[str, float] = {}
+    stages: Counter[str] = Counter()
     acf = Path(_STATE["ctx"].acf_dir) / f"{candidate.acf}.acf" if candidate.acf else None
     try:
         precompile = _STATE["ctx"].precompile
@@ -108,9 +109,8 @@ def evaluate_static(candidate: Candidate) -> TrialRecord:
                                   "spill_loads": build.spill_loads, "stack": build.stack_frame,
                                   "static_shared": build.static_shared, "dynamic_shared": build.dynamic_shared,
                                   "num_warps": build.num_warps}
-            first = "precompile_s" if precompile else "ptx_s"
-            stages[first] = stages.get(first, 0.0) + t1 - t0
-            stages["ptxas_s"] = stages.get("ptxas_s", 0.0) + time.perf_counter() - t1
+            stages["precompile_s" if precompile else "ptx_s"] += t1 - t0
+            stages["ptxas_s"] += time.perf_counter() - t1
             for obj in _STATE["objectives"]:
                 if obj.stage != "static":
                     continue
@@ -123,8 +123,7 @@ def evaluate_static(candidate: Candidate) -> TrialRecord:
         return _failed(candidate, _describe(exc, where), start)
     return TrialRecord(candidate_id=candidate.candidate_id, generation=candidate.generation, config=candidate.config,
                        acf=candidate.acf, is_baseline=candidate.is_baseline, status="ok", values=values,
-                       compile_s=time.perf_counter() - start, extra=extra,
-                       stages={k: round(v, 4) for k, v in stages.items()})
+                       compile_s=time.perf_counter() - start, extra=extra, stages=dict(stages))
 
 
 def _describe(exc: Exception, where: str) -> str:
