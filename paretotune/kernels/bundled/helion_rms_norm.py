@@ -1,6 +1,6 @@
 """RMS normalization in Helion (the forward of helion's ``examples/rms_norm.py``, returning only ``out``).
 
-``out = x / sqrt(mean(x²) + eps) * weight`` per row, reduced in fp32. Knobs as for the Helion softmax: rows
+``out = x / sqrt(mean(x²) + eps) * weight`` per row, reduced in fp32. Knobs as for the Helion softmax (``ROW_SPACE``): rows
 per program, an optional loop over the row, warps, stages and the program-id mapping.
 """
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from paretotune.kernels.bundled.helion_softmax import ROW_DEFAULT, ROW_SPACE
 from paretotune.kernels.helion import HelionKernel, import_helion
 
 helion = import_helion()
@@ -49,14 +50,8 @@ helion_rms_norm = HelionKernel(
     inputs=_inputs,
     args=lambda t, shape: (t["x"], t["w"], 1e-5),
     reference=_reference,
-    space={
-        "block_sizes": [[1], [2], [4]],
-        "reduction_loops": [[None], [512], [1024]],
-        "num_warps": [4, 8, 16],
-        "num_stages": [1, 2, 3],
-        "pid_type": ["flat", "persistent_blocked", "persistent_interleaved"],
-    },
-    default={"block_sizes": [1], "reduction_loops": [None], "num_warps": 8, "num_stages": 2, "pid_type": "flat"},
+    space=dict(ROW_SPACE),
+    default=dict(ROW_DEFAULT),
     atol=2e-2,  # bf16 output: one ulp at |y| ~ 4 is 0.03
     rtol=1e-2,
     shapes={"llm": {"M": 2048, "N": 4096}, "wide": {"M": 2048, "N": 8192}},

@@ -26,6 +26,20 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+# Knobs of a Helion kernel that tiles rows and reduces each row whole (this softmax, the RMS norm): rows per
+# program, an optional loop over the row, warps, stages, program-id mapping. At most 64 fp32 values per thread
+# for N=4096 (rows × loop width / threads): compiles stay ~1 s on a CPU.
+ROW_SPACE: dict[str, list[Any]] = {
+    "block_sizes": [[1], [2], [4]],
+    "reduction_loops": [[None], [512], [1024]],
+    "num_warps": [4, 8, 16],
+    "num_stages": [1, 2, 3],
+    "pid_type": ["flat", "persistent_blocked", "persistent_interleaved"],
+}
+ROW_DEFAULT: dict[str, Any] = {"block_sizes": [1], "reduction_loops": [None], "num_warps": 8, "num_stages": 2,
+                               "pid_type": "flat"}
+
+
 def _inputs(shape: Mapping[str, Any], device: str, seed: int) -> dict[str, Any]:
     m, n = int(shape["M"]), int(shape["N"])
     dtype = getattr(torch, shape.get("dtype", "float16"))
@@ -40,15 +54,8 @@ helion_softmax = HelionKernel(
     inputs=_inputs,
     args=lambda t, shape: (t["x"],),
     reference=lambda t: torch.softmax(t["x"].float(), dim=-1).to(t["x"].dtype),
-    # at most 64 fp32 values per thread for N=4096 (rows × loop width / threads): compiles stay ~1 s on a CPU
-    space={
-        "block_sizes": [[1], [2], [4]],
-        "reduction_loops": [[None], [512], [1024]],
-        "num_warps": [4, 8, 16],
-        "num_stages": [1, 2, 3],
-        "pid_type": ["flat", "persistent_blocked", "persistent_interleaved"],
-    },
-    default={"block_sizes": [1], "reduction_loops": [None], "num_warps": 8, "num_stages": 2, "pid_type": "flat"},
+    space=dict(ROW_SPACE),
+    default=dict(ROW_DEFAULT),
     atol=1e-3,
     rtol=1e-2,
     shapes={"square": {"M": 4096, "N": 4096}, "rect": {"M": 2048, "N": 2560}},
