@@ -66,6 +66,11 @@ ANYTIME = (11, 22, 33)  # also score the runs part-way (anytime performance), af
 POOL = 11  # CompileIQ needs >= 3 + 2 x columns: 11 covers the softmax's 4 columns (2 objectives x 2 shapes)
 
 
+def kernel_key(campaign: Any) -> str:
+    """What the runs of one kernel share (its source and shapes): the key of what the evaluators keep."""
+    return f"{campaign.spec.kernel.source} {[s.params for s in campaign.shapes]}"
+
+
 class InProcessEvaluator:
     """The worker pool's ``evaluate_static`` called in this process (one candidate at a time).
 
@@ -81,8 +86,7 @@ class InProcessEvaluator:
         init_worker(WorkerContext(campaign_path=str(campaign.path), campaign_text=campaign.text,
                                   ptxas_path=str(ptxas.path), ptxas_version=ptxas.version,
                                   acf_dir=str(run.path / "acf")))
-        key = f"{campaign.spec.kernel.source} {[s.params for s in campaign.shapes]}"
-        _STATE["ptx_cache"] = self._ptx.setdefault(key, {})
+        _STATE["ptx_cache"] = self._ptx.setdefault(kernel_key(campaign), {})
 
     def stream(self, candidates: Any) -> Any:
         from paretotune.execution.static_job import evaluate_static
@@ -110,7 +114,7 @@ class KeptEvaluator:
     def __init__(self, campaign: Any, ptxas: Any, run: Any, objectives: Any) -> None:
         from paretotune.execution.evaluators import evaluator_for
 
-        key = f"{campaign.spec.kernel.source} {[s.params for s in campaign.shapes]}"
+        key = kernel_key(campaign)
         if key not in self._kept:
             self._kept[key] = (evaluator_for(campaign, ptxas, run, objectives), run.path / "acf")
         else:
