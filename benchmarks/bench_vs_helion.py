@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,13 +24,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from machine import cpu_model, cpu_topology, load_average  # benchmarks/ is sys.path[0] when a script runs
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
 def breakdown(records: list) -> dict:
     """Mean seconds per search candidate in each stage (CPU pool: PTX, ptxas, precompile; GPU worker)."""
-    import statistics
 
     search = [r for r in records if not r.is_baseline and r.status == "ok"]
     names = sorted({k for r in search for k in r.stages})
@@ -66,6 +68,9 @@ def paretotune_side(workdir: Path, m: int, n: int, generations: int, pool: int, 
     total = time.perf_counter() - start
     search = len(records) - 1
     steady = (stamps[-1] - stamps[1]) / max(1, search - 1) if search > 1 else float("nan")
+    timeline: dict[int, list[float]] = {}
+    for rec, stamp in zip(records, stamps):
+        timeline.setdefault(rec.generation, []).append(stamp - start)
     ok = [r for r in records if r.status == "ok"]
     errors = Counter(r.error.split(":")[0][:80] for r in records if r.status != "ok")
     base = next(r for r in records if r.is_baseline)
@@ -75,6 +80,8 @@ def paretotune_side(workdir: Path, m: int, n: int, generations: int, pool: int, 
             "baseline_ms": base.values.get("runtime"), "best_ms": best.values["runtime"] if best else None,
             "best_config": best.config if best else None, "acf_dir": str(run.path / "acf"),
             "baseline_interval_s": baseline_interval_s, "stages_per_candidate": breakdown(records),
+            "generations_s": {g: {"records": len(t), "first": round(min(t), 2), "last": round(max(t), 2)}
+                              for g, t in sorted(timeline.items())},
             "errors": dict(errors)}
 
 
@@ -111,7 +118,9 @@ def count_configs(rows: list[dict], wall_s: float) -> dict:
     """
     done = [r for r in rows if r.get("status") != "started"]
     stamps = sorted(float(r["timestamp_s"]) for r in done if r.get("timestamp_s"))
+    compile_s = [float(r["compile_time_s"]) for r in done if r.get("compile_time_s") not in (None, "")]
     return {"configs_tested": len(done), "csv_rows": len(rows),
+            "compile_time_s_median": statistics.median(compile_s) if compile_s else None,
             "s_per_config": wall_s / len(done) if done else None,
             "s_per_config_steady": (stamps[-1] - stamps[0]) / (len(stamps) - 1) if len(stamps) > 1 else None,
             "statuses": dict(Counter(r.get("status") for r in rows)),
@@ -149,6 +158,8 @@ def main() -> None:
     first = next(iter(ours.values()))
     acfs = sorted(str(p) for p in Path(first["acf_dir"]).glob("*.acf"))[: args.acfs]
     theirs = helion_side(work, acfs, args.m, args.n, args.helion_budget_s)
+    if args.keep_runs and (work / "helion_autotune.csv").exists():
+        shutil.copy(work / "helion_autotune.csv", args.keep_runs / "helion_autotune.csv")
     rate = {k: (theirs["s_per_config"] / v["s_per_candidate_steady"]) if theirs["s_per_config"] else None
             for k, v in ours.items()}
     rate_steady = {k: (theirs["s_per_config_steady"] / v["s_per_candidate_steady"])
@@ -156,6 +167,7 @@ def main() -> None:
     result = {
         "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "gpu": torch.cuda.get_device_name(0), "shape": [args.m, args.n],
+        "machine": {"cpu": cpu_model(), "topology": cpu_topology(), "load_average_1_5_15_min": load_average()},
         "versions": {"python": platform.python_version(), "torch": torch.__version__,
                      "triton": __import__("triton").__version__,
                      "helion": __import__("importlib.metadata").metadata.version("helion"),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call's steps: install the bundle, run GPU tests, campaigns and benchmarks, write results to $OUT.
 # Usage on the GPU machine (repository root): bash benchmarks/gpu_session.sh STEP...
-#   steps: env tests shared occupancy ncu helion strategies ray
+#   steps: env tests shared occupancy ncu helion compile strategies ray
 # Steps use the GPUs in CUDA_VISIBLE_DEVICES; two invocations with different GPUs and OUT folders can run at once.
 set -uo pipefail
 { [ -f /tmp/devenv ] || bash .devbundle/install.sh >/dev/null; } && source /tmp/devenv
@@ -31,7 +31,11 @@ for step in "$@"; do
       log ncu; timeout 150 python3 benchmarks/bench_ncu_batch.py --out "$OUTDIR/ncu_batch.json" --singles 3 2>&1 | tail -30 ;;
     helion)  # paretotune with A/B pairs and with a 5 s baseline interval, then Helion's autotuner on the same ACFs
       log helion; timeout ${HELION_TIMEOUT:-260} python3 benchmarks/bench_vs_helion.py --out "$OUTDIR/vs_helion.json" \
-        --helion-budget-s 40 --generations 3 --pool 20 --workers 12 --baseline-intervals 0,5 --keep-runs "$OUTDIR/runs/vs_helion" 2>&1 | tail -60 ;;
+        --helion-budget-s 40 --generations 3 --pool ${HELION_POOL:-20} --workers ${HELION_WORKERS:-12} \
+        --baseline-intervals ${HELION_INTERVALS:-0,5} --keep-runs "$OUTDIR/runs/vs_helion" 2>&1 | tail -60 ;;
+    compile)  # seconds per Helion compile on this host's CPU, one process alone and twelve at once
+      log compile; (cd benchmarks && timeout ${COMPILE_TIMEOUT:-150} python3 bench_helion_compile.py \
+        --out "$OUTDIR/helion_compile.json" --configs 6 --parallel 1,12) 2>&1 | grep -v "^{" | tail -8 ;;
     strategies)  # joint vs sequential vs random with runtime (speedup) objectives, 5 repeats, 2 kernels
       log strategies; (cd benchmarks && timeout ${STRATEGIES_TIMEOUT:-330} python3 bench_strategies.py --evaluator kept \
         --kernels softmax,layer_norm --objectives "speedup, registers" --repeats 5 --generations 2 --workers 6 \

@@ -16,7 +16,7 @@ from typing import Any
 
 from paretotune.campaign.load import Campaign
 from paretotune.execution.gpu_worker import GpuJob, serve
-from paretotune.execution.pool import WorkerPool
+from paretotune.execution.pool import WorkerPool, in_background
 from paretotune.execution.static_job import WorkerContext, evaluate_static, init_worker
 from paretotune.objectives.base import Objective, ShapeMeasurement
 from paretotune.records import Candidate, TrialRecord
@@ -126,6 +126,7 @@ class GpuEvaluator:
                             precompile=True, compile_timeout_s=ev.compile_timeout_s)
         self.pool = WorkerPool(evaluate_static, init_worker, (ctx,), ev.workers,
                                ev.compile_timeout_s * len(campaign.shapes) + 30.0)
+        self.pool.start()  # the CPU workers import and warm up while the GPU worker measures the baseline
         self.gpu = GpuWorker(campaign, ptxas, ev.measure_timeout_s)
 
     def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
@@ -140,7 +141,8 @@ class GpuEvaluator:
         by_id = {c.candidate_id: c for c in candidates}
         needs_ncu = any(o.required_ncu_metrics for o in self.objectives)
         measured: list[tuple[TrialRecord, dict[str, Any]]] = []
-        for rec in self.pool.run(candidates):  # static results arrive while the GPU measures earlier ones
+        # The pool runs in a thread: CPU workers keep compiling while this thread waits on the GPU measurement.
+        for rec in in_background(self.pool.run(candidates)):
             if rec.status != "ok":
                 yield rec
                 continue

@@ -65,8 +65,20 @@ def init_worker(ctx: WorkerContext) -> None:
     from paretotune.campaign.load import campaign_from_text, make_adapter, make_objectives
 
     campaign = campaign_from_text(ctx.campaign_text, Path(ctx.campaign_path))
-    _STATE.update(ctx=ctx, ptxas=ptxas, campaign=campaign, adapter=make_adapter(campaign),
+    adapter = make_adapter(campaign)
+    _STATE.update(ctx=ctx, ptxas=ptxas, campaign=campaign, adapter=adapter,
                   objectives=make_objectives(campaign), ptx_cache={})
+    if ctx.precompile:
+        _warm_up(adapter, campaign)
+
+
+def _warm_up(adapter: Any, campaign: Any) -> None:
+    """Compile the default config once, so a worker's first candidate does not pay for the compiler's cold
+    start (on an H200 host a worker's first Helion compile took 2-3 s longer than the later ones). Errors are
+    left for the baseline candidate to report."""
+    with contextlib.suppress(Exception), contextlib.redirect_stdout(io.StringIO()):
+        for shape in campaign.shapes:
+            adapter.precompile(adapter.default_config(), shape, None, campaign.target)
 
 
 def _ptx(config: dict[str, Any], shape: Any) -> Any:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from reliability.standins import write_standin
 
+from paretotune.campaign.load import campaign_from_text, make_adapter
 from paretotune.execution.pool import WorkerPool
 from paretotune.execution.static_job import WorkerContext, evaluate_static, init_worker
 from paretotune.records import Candidate
@@ -66,7 +67,12 @@ def test_one_compile_per_candidate(tmp_path: Path, acfs: tuple[Path, list[str]],
     assert rec.status == "ok", rec.error
     assert set(rec.stages) == {"precompile_s", "ptxas_s"}  # no separate no-ACF compile for the PTX
     entries = [json.loads(p.read_text()) for p in (tmp_path / "cache").glob("*/*.json") if "__grp" not in p.name]
-    assert [e["ptx_options"].split()[1] for e in entries] == [str(acfs[0] / f"{acfs[1][0]}.acf")]
+    with_acf = [e["ptx_options"].split()[1] for e in entries if e.get("ptx_options")]
+    assert with_acf == [str(acfs[0] / f"{acfs[1][0]}.acf")]
+    # the other build is the worker's warm-up: the default config, no ACF, compiled before its first candidate
+    default = make_adapter(campaign_from_text(campaign_text or QUICKSTART.read_text(), QUICKSTART)).default_config()
+    warm = [{"num_warps": e["num_warps"], "num_stages": e["num_stages"]} for e in entries if not e.get("ptx_options")]
+    assert warm == [default]
 
 
 def test_hang_inside_tritons_ptxas_is_a_timeout(tmp_path: Path, acfs: tuple[Path, list[str]],
