@@ -146,6 +146,11 @@ class EvaluationSpec(_Strict):
 
     workers: StrictInt = Field(default=2, ge=1, le=256)
     compile_timeout_s: float = Field(default=60.0, gt=0)
+    # A search candidate's ptxas is cut off at this multiple of the baseline's ptxas time, never sooner than
+    # compile_timeout_min_s nor later than compile_timeout_s (0: always compile_timeout_s). A generation waits
+    # for its slowest compile, and some sampled ACFs make ptxas hang.
+    compile_timeout_vs_baseline: float = Field(default=30.0, ge=0)
+    compile_timeout_min_s: float = Field(default=10.0, gt=0)
     measure_timeout_s: float = Field(default=60.0, gt=0)
     device: str = "cuda:0"
     warmup_ms: float = Field(default=25.0, ge=0)

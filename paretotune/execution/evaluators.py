@@ -5,7 +5,7 @@ from collections.abc import Iterator, Sequence
 
 from paretotune.campaign.load import Campaign
 from paretotune.execution.pool import WorkerPool
-from paretotune.execution.static_job import WorkerContext, evaluate_static, init_worker
+from paretotune.execution.static_job import WorkerContext, init_worker, job_after_baseline
 from paretotune.objectives.base import Objective
 from paretotune.records import Candidate, TrialRecord
 from paretotune.store.run_dir import RunDir
@@ -16,17 +16,23 @@ class StaticEvaluator:
     """Builds each candidate with ptxas in a CPU worker pool and reads the static objectives."""
 
     def __init__(self, campaign: Campaign, ptxas: Ptxas, run: RunDir) -> None:
+        self.evaluation = campaign.spec.evaluation
         ctx = WorkerContext(campaign_path=str(campaign.path), campaign_text=campaign.text,
-                            ptxas_path=str(ptxas.path), ptxas_version=ptxas.version, acf_dir=str(run.path / "acf"))
-        timeout = campaign.spec.evaluation.compile_timeout_s * len(campaign.shapes) + 30.0
-        self.pool = WorkerPool(evaluate_static, init_worker, (ctx,), campaign.spec.evaluation.workers, timeout)
+                            ptxas_path=str(ptxas.path), ptxas_version=ptxas.version, acf_dir=str(run.path / "acf"),
+                            compile_timeout_s=self.evaluation.compile_timeout_s)
+        timeout = self.evaluation.compile_timeout_s * len(campaign.shapes) + 30.0
+        job = job_after_baseline(run.baseline(), self.evaluation)  # a resumed run has its baseline
+        self.pool = WorkerPool(job, init_worker, (ctx,), self.evaluation.workers, timeout)
 
     def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
-        return list(self.pool.run(candidates))
+        return list(self.stream(candidates))
 
     def stream(self, candidates: Sequence[Candidate]) -> Iterator[TrialRecord]:
         """Records as each candidate finishes, so the loop stores each one at once (a crash loses none)."""
-        return self.pool.run(candidates)
+        for rec in self.pool.run(candidates):
+            if rec.is_baseline:
+                self.pool.job = job_after_baseline(rec, self.evaluation)
+            yield rec
 
     def close(self) -> None:
         self.pool.close()

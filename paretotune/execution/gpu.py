@@ -17,7 +17,7 @@ from typing import Any
 from paretotune.campaign.load import Campaign
 from paretotune.execution.gpu_worker import GpuJob, serve
 from paretotune.execution.pool import WorkerPool, in_background
-from paretotune.execution.static_job import WorkerContext, evaluate_static, init_worker
+from paretotune.execution.static_job import WorkerContext, init_worker, job_after_baseline
 from paretotune.objectives.base import Objective, ShapeMeasurement
 from paretotune.records import Candidate, TrialRecord
 from paretotune.store.run_dir import RunDir
@@ -47,6 +47,7 @@ class GpuWorker:
         self._conn: Any = None
         self._spare: tuple[Any, Any] | None = None
         self.restarts = 0
+        self.last_start_s = 0.0
 
     def _spawn(self) -> tuple[Any, Any]:
         ctx = multiprocessing.get_context("spawn")
@@ -55,6 +56,11 @@ class GpuWorker:
         proc.start()
         child.close()
         return proc, parent
+
+    def prestart(self) -> None:
+        """Spawn the worker that the first job will use, without waiting for it to be ready."""
+        if self._proc is None and self._spare is None:
+            self._spare = self._spawn()
 
     def _start(self) -> None:
         proc, conn = self._spare if self._spare is not None and self._spare[0].is_alive() else self._spawn()
@@ -94,8 +100,11 @@ class GpuWorker:
 
     def run(self, job: GpuJob, n_shapes: int) -> tuple[str, Any]:
         """('ok', per-shape dict) | ('failed', reason). Never raises for a candidate's fault."""
+        self.last_start_s = 0.0
         if self._proc is None or not self._proc.is_alive():
+            t0 = time.perf_counter()
             self._start()
+            self.last_start_s = time.perf_counter() - t0  # waiting for a (spare) worker to be ready
         try:
             self._conn.send(job)
             if not self._conn.poll(self.timeout_s * n_shapes):
@@ -124,9 +133,8 @@ class GpuEvaluator:
         ctx = WorkerContext(campaign_path=str(campaign.path), campaign_text=campaign.text,
                             ptxas_path=str(ptxas.path), ptxas_version=ptxas.version, acf_dir=str(run.path / "acf"),
                             precompile=True, compile_timeout_s=ev.compile_timeout_s)
-        self.pool = WorkerPool(evaluate_static, init_worker, (ctx,), ev.workers,
+        self.pool = WorkerPool(job_after_baseline(run.baseline(), ev), init_worker, (ctx,), ev.workers,
                                ev.compile_timeout_s * len(campaign.shapes) + 30.0)
-        self.pool.start()  # the CPU workers import and warm up while the GPU worker measures the baseline
         self.gpu = GpuWorker(campaign, ptxas, ev.measure_timeout_s)
 
     def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
@@ -141,8 +149,12 @@ class GpuEvaluator:
         by_id = {c.candidate_id: c for c in candidates}
         needs_ncu = any(o.required_ncu_metrics for o in self.objectives)
         measured: list[tuple[TrialRecord, dict[str, Any]]] = []
+        self.gpu.prestart()  # the GPU worker imports while the first compile runs
         # The pool runs in a thread: CPU workers keep compiling while this thread waits on the GPU measurement.
         for rec in in_background(self.pool.run(candidates)):
+            if rec.is_baseline:  # search candidates' ptxas limit follows the baseline's ptxas time
+                self.pool.job = job_after_baseline(rec, self.campaign.spec.evaluation)
+            self.pool.start()  # the other CPU workers import and warm up while the GPU measures (once)
             if rec.status != "ok":
                 yield rec
                 continue
@@ -152,6 +164,8 @@ class GpuEvaluator:
             status, payload = self.gpu.run(GpuJob(cand.candidate_id, cand.config, acf, input_seed(
                 self.campaign.spec.seed, cand.candidate_id)), len(self.campaign.shapes))
             elapsed = time.perf_counter() - start
+            if self.gpu.last_start_s:
+                rec = replace(rec, stages={**rec.stages, "gpu_start_s": self.gpu.last_start_s})
             if status != "ok":
                 yield replace(rec, status="failed", error=payload, measure_s=elapsed)
             elif needs_ncu:

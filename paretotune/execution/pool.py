@@ -42,11 +42,16 @@ class WorkerPool:
         self._executor: ProcessPoolExecutor | None = None
         self._fresh = True
         self._closed = False
+        self._started: ProcessPoolExecutor | None = None
 
     def start(self) -> None:
-        """Spawn every worker now (each runs its initializer in the background) instead of one per submit."""
+        """Spawn every worker now (each runs its initializer in the background) instead of one per submit.
+        Idempotent; a pool restarted after a fault spawns lazily again until the next call."""
         pool = self._pool()
-        for _ in range(self.workers):  # no worker is idle yet, so each submit spawns one
+        if self._started is pool:
+            return
+        self._started = pool
+        for _ in range(self.workers):  # an idle worker takes one of these; every other submit spawns a worker
             pool.submit(os.getpid)
 
     def _pool(self) -> ProcessPoolExecutor:

@@ -324,10 +324,13 @@ class CpuHost:
     def ready(self) -> dict[str, Any]:
         return _worker_info()
 
-    def run(self, candidate: Candidate, acf: bytes | None) -> TrialRecord:
+    def run(self, candidate: Candidate, acf: bytes | None,
+            job: Callable[[Candidate], TrialRecord] | None = None) -> TrialRecord:
+        """Run ``job`` (default: the one given at start) on the candidate; the caller may change the job
+        between calls (the ptxas limit follows the baseline, see ``static_job.job_after_baseline``)."""
         if candidate.acf:
             _ensure_file(Path(self.ctx.acf_dir) / f"{candidate.acf}.acf", acf)
-        return self.job(candidate)
+        return (job or self.job)(candidate)
 
 
 class RayStaticPool:
@@ -336,6 +339,7 @@ class RayStaticPool:
     def __init__(self, ray: Any, local: WorkerPool) -> None:
         ctx = replace(local.initargs[0], acf_dir=str(Path(local.initargs[0].acf_dir).resolve()))  # actors' cwd differs
         self.ctx, self.ray, self.timeout_s, self.acf_dir = ctx, ray, local.timeout_s, Path(ctx.acf_dir)
+        self.job = local.job  # sent with every call, so setting it takes effect at once, as on the local pool
         cpus = int(ray.cluster_resources().get("CPU", 1))
         actor = ray.remote(CpuHost).options(num_cpus=1, max_restarts=0, max_concurrency=1)
         self.actors = ActorSet(ray, lambda: actor.remote(local.job, local.initializer, ctx),
@@ -347,7 +351,7 @@ class RayStaticPool:
         for cand in candidates:
             self._candidates[cand.candidate_id] = cand
             acf = (self.acf_dir / f"{cand.acf}.acf").read_bytes() if cand.acf else None
-            self.actors.submit(cand.candidate_id, "run", (cand, acf), self.timeout_s)
+            self.actors.submit(cand.candidate_id, "run", (cand, acf, self.job), self.timeout_s)
 
     def record(self, o: Outcome) -> TrialRecord | None:
         """The outcome as the local pool would record it; None if the candidate was queued again."""

@@ -33,7 +33,7 @@ from paretotune.execution.ray_backend import (
     drain,
     import_ray,
 )
-from paretotune.execution.static_job import WorkerContext
+from paretotune.execution.static_job import WorkerContext, job_after_baseline
 from paretotune.objectives.base import Objective
 from paretotune.records import Candidate, TrialRecord
 from paretotune.store.run_dir import RunDir
@@ -161,6 +161,8 @@ class RayGpuEvaluator(GpuEvaluator):
                 rec = self.cpu.record(o)
                 if rec is None:
                     continue
+                if rec.is_baseline:
+                    self.cpu.job = job_after_baseline(rec, self.campaign.spec.evaluation)
                 if rec.status != "ok":
                     yield rec
                     continue

@@ -14,7 +14,9 @@ import tempfile
 import time
 import traceback
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +34,17 @@ class WorkerContext:
     ptxas_version: str
     acf_dir: str
     precompile: bool = False  # also compile with the ACF through Triton, filling its cache for the GPU worker
-    compile_timeout_s: float = 60.0  # for the ptxas that Triton runs itself when precompiling
+    compile_timeout_s: float = 60.0  # each ptxas run's limit, until the baseline sets a tighter one
+
+
+TIMEOUT_ENV = "PARETOTUNE_PTXAS_TIMEOUT_S"  # read by the wrapper on every call: the limit can change per task
 
 
 def ptxas_with_timeout(real: Path, timeout_s: float, folder: Path) -> Path:
-    """A ``ptxas`` for Triton that is killed after ``timeout_s``: Triton runs ptxas without a time limit, so a
-    hanging ACF would otherwise hold a worker until the pool's deadline and outlive it. Exit code 124 (or
-    137 after the grace kill) then reads as a timeout; see :func:`_describe`."""
-    text = f'#!/bin/sh\nexec timeout -k 5 {timeout_s:g} "{real}" "$@"\n'
+    """A ``ptxas`` for Triton that is killed after ``timeout_s`` (or ``$PARETOTUNE_PTXAS_TIMEOUT_S``): Triton
+    runs ptxas without a time limit, so a hanging ACF would otherwise hold a worker until the pool's deadline
+    and outlive it. Exit code 124 (or 137 after the grace kill) then reads as a timeout; see :func:`_describe`."""
+    text = f'#!/bin/sh\nexec timeout -k 5 "${{{TIMEOUT_ENV}:-{timeout_s:g}}}" "{real}" "$@"\n'
     wrapper = folder / f"ptxas-{hashlib.sha256(text.encode()).hexdigest()[:16]}"  # shared by workers, made once
     if not wrapper.exists():
         tmp = folder / f".{wrapper.name}.{os.getpid()}"
@@ -91,12 +96,37 @@ def _ptx(config: dict[str, Any], shape: Any) -> Any:
     return cache[key]
 
 
-def evaluate_static(candidate: Candidate) -> TrialRecord:
-    """Build the candidate for every shape and read every static objective; never raises."""
+def scaled_ptxas_timeout(baseline: TrialRecord, evaluation: Any) -> float:
+    """The ptxas time limit for search candidates: ``compile_timeout_vs_baseline`` times the baseline's ptxas
+    seconds, within [``compile_timeout_min_s``, ``compile_timeout_s``]. An ACF that makes ptxas take many times
+    the default's time is a failed candidate, not a reason to hold the whole generation for a minute."""
+    ptxas_s = baseline.stages.get("ptxas_s")
+    if not evaluation.compile_timeout_vs_baseline or not ptxas_s or baseline.status != "ok":
+        return float(evaluation.compile_timeout_s)
+    scaled = max(evaluation.compile_timeout_min_s, evaluation.compile_timeout_vs_baseline * ptxas_s)
+    return float(min(evaluation.compile_timeout_s, round(scaled, 1)))
+
+
+def job_after_baseline(baseline: TrialRecord | None, evaluation: Any) -> Callable[[Candidate], TrialRecord]:
+    """The pool job for search candidates: :func:`evaluate_static` with the ptxas limit the baseline sets."""
+    if baseline is None:
+        return evaluate_static
+    return partial(evaluate_static, ptxas_timeout_s=scaled_ptxas_timeout(baseline, evaluation))
+
+
+def evaluate_static(candidate: Candidate, ptxas_timeout_s: float | None = None) -> TrialRecord:
+    """Build the candidate for every shape and read every static objective; never raises.
+
+    ``ptxas_timeout_s`` limits each ptxas run (ours and the one inside Triton's compile); default: the
+    worker context's ``compile_timeout_s`` (the campaign's).
+    """
     from paretotune.objectives.base import ShapeMeasurement
     from paretotune.toolchain.ptxas import build_ptx
 
     campaign = _STATE["campaign"]
+    timeout_s = ptxas_timeout_s or _STATE["ctx"].compile_timeout_s
+    _STATE["ptxas_timeout_s"] = timeout_s
+    os.environ[TIMEOUT_ENV] = f"{timeout_s:g}"
     start = time.perf_counter()
     values: dict[str, float] = {}
     extra: dict[str, Any] = {}
@@ -114,7 +144,7 @@ def evaluate_static(candidate: Candidate) -> TrialRecord:
             t1 = time.perf_counter()
             build = build_ptx(_STATE["ptxas"], kptx.ptx, campaign.target, acf, kernel_name=kptx.kernel_name,
                               num_warps=kptx.num_warps, dynamic_shared=kptx.dynamic_shared,
-                              timeout_s=campaign.spec.evaluation.compile_timeout_s,
+                              timeout_s=timeout_s,
                               enable_fp_fusion=kptx.enable_fp_fusion)
             m = ShapeMeasurement(shape=shape.label, target=campaign.target, build=build)
             extra[shape.label] = {"registers": build.registers, "spill_stores": build.spill_stores,
@@ -142,7 +172,7 @@ def _describe(exc: Exception, where: str) -> str:
     """One line for a failed build; Triton's ptxas killed by :func:`ptxas_with_timeout` reads as a timeout."""
     first = str(exc).splitlines()[0] if str(exc) else ""
     if type(exc).__name__ == "PTXASError" and ("error code 124" in first or "error code 137" in first):
-        return f"ptxas timed out after {_STATE['ctx'].compile_timeout_s:.0f} s (in Triton's compile)"
+        return f"ptxas timed out after {_STATE['ptxas_timeout_s']:g} s (in Triton's compile)"
     return f"{type(exc).__name__}: {first}{where}"
 
 

@@ -123,6 +123,12 @@ class RunDir:
         cols = [c.column for c in self.objective_columns()]
         return [TrialRecord.from_row(row, cols) for row in _read_rows(self.path / RESULTS)]
 
+    def baseline(self) -> TrialRecord | None:
+        """The stored baseline record, if any (a resumed run does not measure it again)."""
+        if not (self.path / RESULTS).exists():
+            return None
+        return next((r for r in self.records() if r.is_baseline), None)
+
     # -- one writer at a time --------------------------------------------------------------------------------
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:

@@ -173,7 +173,7 @@ def build_ptx(ptxas: Ptxas, ptx: str, target: TargetArch, acf: Path | None, *, k
             proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout_s,
                                   preexec_fn=_die_with_parent if os.name == "posix" else None)
         except subprocess.TimeoutExpired:
-            raise CandidateFailure(f"ptxas timed out after {timeout_s:.0f} s") from None
+            raise CandidateFailure(f"ptxas timed out after {timeout_s:g} s") from None
         except OSError as exc:
             raise CandidateFailure(f"ptxas could not run: {exc}") from None
         elapsed = time.perf_counter() - start

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from paretotune.campaign.load import load_campaign
+from paretotune.campaign.load import load_campaign, make_adapter
 from paretotune.execution.gpu import GpuWorker
 from paretotune.execution.gpu_worker import GpuJob
 from paretotune.toolchain.ptxas import find_ptxas
@@ -46,3 +46,26 @@ def test_stop_ends_worker_and_spare(worker: GpuWorker) -> None:
     procs = [worker._proc, worker._spare[0]]
     worker.stop()
     assert not any(p.is_alive() for p in procs)
+
+
+def test_prestarted_worker_is_warm_before_its_first_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``prestart`` spawns the first worker early; before it says ready it has compiled the default config on
+    the CPU (the only way a kernel reaches this empty Triton cache: the job itself fails for lack of CUDA)."""
+    import json
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    campaign = load_campaign(QUICKSTART)
+    gpu = GpuWorker(campaign, find_ptxas(), timeout_s=60)
+    try:
+        gpu.prestart()
+        early = gpu._spare[0]
+        assert gpu._proc is None
+        status, _ = gpu.run(GpuJob(candidate_id=1, config={"num_warps": 8, "num_stages": 1}, acf_path=None, seed=1),
+                            n_shapes=1)
+        assert status == "failed"
+        assert gpu._proc.pid == early.pid and gpu.last_start_s > 0
+    finally:
+        gpu.stop()
+    built = [json.loads(p.read_text()) for p in (tmp_path / "cache").glob("*/*.json") if "__grp" not in p.name]
+    default = make_adapter(campaign).default_config()
+    assert [{"num_warps": b["num_warps"], "num_stages": b["num_stages"]} for b in built] == [default]

@@ -7,15 +7,23 @@ hanging ACF would hold the worker until the pool's deadline and leave the ptxas 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from reliability.standins import write_standin
 
 from paretotune.campaign.load import campaign_from_text, make_adapter
+from paretotune.campaign.schema import EvaluationSpec
 from paretotune.execution.pool import WorkerPool
-from paretotune.execution.static_job import WorkerContext, evaluate_static, init_worker
-from paretotune.records import Candidate
+from paretotune.execution.static_job import (
+    WorkerContext,
+    evaluate_static,
+    init_worker,
+    job_after_baseline,
+    scaled_ptxas_timeout,
+)
+from paretotune.records import Candidate, TrialRecord
 from paretotune.toolchain.acf import AcfStore
 from paretotune.toolchain.ptxas import find_ptxas
 
@@ -39,12 +47,12 @@ def acfs(tmp_path: Path) -> tuple[Path, list[str]]:
 
 
 def run_one(tmp_path: Path, ptxas: Path, acf_dir: Path, sha: str, timeout_s: float,
-            campaign_text: str | None = None) -> tuple:
+            campaign_text: str | None = None, job: Callable[[Candidate], TrialRecord] = evaluate_static) -> TrialRecord:
     text = campaign_text or QUICKSTART.read_text()
     ctx = WorkerContext(campaign_path=str(QUICKSTART), campaign_text=text, ptxas_path=str(ptxas),
                         ptxas_version=find_ptxas().version, acf_dir=str(acf_dir), precompile=True,
                         compile_timeout_s=timeout_s)
-    pool = WorkerPool(evaluate_static, init_worker, (ctx,), 1, 120.0)
+    pool = WorkerPool(job, init_worker, (ctx,), 1, 120.0)
     try:
         cand = Candidate(candidate_id=1, generation=0, config={"num_warps": 8, "num_stages": 1}, acf=sha)
         return next(iter(pool.run([cand])))
@@ -83,3 +91,34 @@ def test_hang_inside_tritons_ptxas_is_a_timeout(tmp_path: Path, acfs: tuple[Path
     assert rec.status == "failed"
     assert rec.error == "ptxas timed out after 3 s (in Triton's compile)"
     assert rec.compile_s < 30  # cut off by the wrapper, not by the pool's 120 s deadline
+
+
+def test_hang_is_cut_at_the_limit_the_baseline_set(tmp_path: Path, acfs: tuple[Path, list[str]],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the baseline, the pool's job carries a tighter ptxas limit than the campaign's compile_timeout_s;
+    Triton's own ptxas (the wrapper reads the limit on every call) is cut off at it."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    exe, _ = write_standin(tmp_path, find_ptxas().path, ["hang"])
+    evaluation = EvaluationSpec(compile_timeout_s=60, compile_timeout_vs_baseline=10, compile_timeout_min_s=2)
+    baseline = TrialRecord(candidate_id=0, generation=0, config={}, acf=None, is_baseline=True, status="ok",
+                           stages={"ptxas_s": 0.25})
+    job = job_after_baseline(baseline, evaluation)
+    assert scaled_ptxas_timeout(baseline, evaluation) == 2.5
+    rec = run_one(tmp_path, exe, acfs[0], acfs[1][0], 60, job=job)
+    assert rec.status == "failed"
+    assert rec.error == "ptxas timed out after 2.5 s (in Triton's compile)"
+
+
+@pytest.mark.parametrize(("ptxas_s", "factor", "expected"), [
+    (0.1, 30, 10.0),     # never under compile_timeout_min_s
+    (1.5, 30, 45.0),     # 30x the baseline
+    (4.0, 30, 60.0),     # never over compile_timeout_s
+    (1.5, 0, 60.0),      # 0 turns scaling off
+    (None, 30, 60.0),    # a baseline without a ptxas time (a failed build) leaves the campaign's limit
+])
+def test_scaled_ptxas_timeout(ptxas_s: float | None, factor: float, expected: float) -> None:
+    evaluation = EvaluationSpec(compile_timeout_s=60, compile_timeout_vs_baseline=factor)
+    stages = {} if ptxas_s is None else {"ptxas_s": ptxas_s}
+    baseline = TrialRecord(candidate_id=0, generation=0, config={}, acf=None, is_baseline=True,
+                           status="ok" if ptxas_s else "failed", stages=stages)
+    assert scaled_ptxas_timeout(baseline, evaluation) == expected

@@ -89,3 +89,25 @@ def _check_against_real_ptxas(out: Path, records: list, real_ptxas: Path) -> Non
         stored = rec.extra[RunDir(out).objective_columns()[0].shape]
         assert json.loads(proc.stdout) == [stored["registers"], stored["spill_stores"], stored["spill_loads"]], \
             (rec.candidate_id, stored)
+
+
+def test_hang_is_cut_at_the_limit_scaled_from_the_baseline(tmp_path: Path, real_ptxas: Path) -> None:
+    """compile_timeout_s is only the ceiling: after the baseline, search candidates get
+    compile_timeout_vs_baseline times its ptxas seconds (here 1x, floored at 2 s)."""
+    from paretotune.campaign.schema import EvaluationSpec
+    from paretotune.execution.static_job import scaled_ptxas_timeout
+
+    exe, state = write_standin(tmp_path, real_ptxas, ["hang"])
+    settings = {"compile_timeout_s": 120, "compile_timeout_vs_baseline": 1, "compile_timeout_min_s": 2}
+    campaign = small_quickstart(tmp_path, generations=1, pool_size=9, workers=2,
+                                extra_evaluation="".join(f"\n  {k}: {v}" for k, v in settings.items()))
+    out = tmp_path / "run"
+    proc = run_cli("run", str(campaign), "--out", str(out), "--quiet", env=cli_env(PARETOTUNE_PTXAS=str(exe)),
+                   timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = check_records(out, 9)
+    limit = scaled_ptxas_timeout(RunDir(out).baseline(), EvaluationSpec(**settings))
+    assert limit < 120
+    hung = [r for r in records if assigned(state).get(r.acf or "") == "hang"]
+    assert hung and all(r.status == "failed" and r.error == f"ptxas timed out after {limit:g} s" for r in hung)
+    assert sum(r.status == "ok" for r in records) == len(records) - len(hung)
