@@ -34,18 +34,20 @@ def input_seed(campaign_seed: int, candidate_id: int) -> int:
 class GpuWorker:
     """Parent-side handle of the measurement process: send a job, wait with a timeout, restart on trouble.
 
-    A spare process is kept started (imports done, CUDA initialized, idle): a bad ACF that faults costs a
-    restart, and on an H200 a fresh process takes seconds to import torch, Triton and Helion, which with a few
-    faulting candidates per generation was most of the per-candidate wall time. The spare takes over at once
-    and the next spare starts in the background.
+    Spare processes are kept started (imports done, CUDA initialized, default config compiled on the CPU,
+    idle): a bad ACF that faults costs a restart, and on an H200 host busy with compiles a fresh process took
+    about 16 s to be ready, which a second fault soon after the first then waited for in full (2026-11-30,
+    ``stages.gpu_start_s``). With ``spares`` of them, that many faults in a row find a ready worker; each
+    taken spare is replaced in the background. An idle spare holds a CUDA context (some hundred MB).
     """
 
-    def __init__(self, campaign: Campaign, ptxas: Ptxas, timeout_s: float) -> None:
+    def __init__(self, campaign: Campaign, ptxas: Ptxas, timeout_s: float, spares: int = 1) -> None:
         self._args = (str(campaign.path), campaign.text, str(ptxas.path), ptxas.version)
         self.timeout_s = timeout_s
+        self.spares = spares
         self._proc: Any = None
         self._conn: Any = None
-        self._spare: tuple[Any, Any] | None = None
+        self._spares: list[tuple[Any, Any]] = []  # oldest (closest to ready) first
         self.restarts = 0
         self.last_start_s = 0.0
 
@@ -59,12 +61,12 @@ class GpuWorker:
 
     def prestart(self) -> None:
         """Spawn the worker that the first job will use, without waiting for it to be ready."""
-        if self._proc is None and self._spare is None:
-            self._spare = self._spawn()
+        if self._proc is None and not self._spares:
+            self._spares.append(self._spawn())
 
     def _start(self) -> None:
-        proc, conn = self._spare if self._spare is not None and self._spare[0].is_alive() else self._spawn()
-        self._spare = None
+        self._spares = [s for s in self._spares if s[0].is_alive()]
+        proc, conn = self._spares.pop(0) if self._spares else self._spawn()
         if not conn.poll(READY_TIMEOUT_S):
             proc.kill()
             proc.join()
@@ -72,7 +74,8 @@ class GpuWorker:
         status, _ = conn.recv()
         assert status == "ready"
         self._proc, self._conn = proc, conn
-        self._spare = self._spawn()
+        while len(self._spares) < self.spares:
+            self._spares.append(self._spawn())
 
     @staticmethod
     def _end(proc: Any, conn: Any) -> None:
@@ -86,10 +89,11 @@ class GpuWorker:
             proc.join()
 
     def stop(self) -> None:
-        for proc, conn in ((self._proc, self._conn), self._spare or (None, None)):
+        for proc, conn in ((self._proc, self._conn), *self._spares):
             if proc is not None:
                 self._end(proc, conn)
-        self._proc = self._conn = self._spare = None
+        self._proc = self._conn = None
+        self._spares = []
 
     def _restart(self) -> None:
         if self._proc is not None and self._proc.is_alive():
@@ -135,7 +139,7 @@ class GpuEvaluator:
                             precompile=True, compile_timeout_s=ev.compile_timeout_s)
         self.pool = WorkerPool(job_after_baseline(run.baseline(), ev), init_worker, (ctx,), ev.workers,
                                ev.compile_timeout_s * len(campaign.shapes) + 30.0)
-        self.gpu = GpuWorker(campaign, ptxas, ev.measure_timeout_s)
+        self.gpu = GpuWorker(campaign, ptxas, ev.measure_timeout_s, ev.gpu_spares)
 
     def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
         return list(self.stream(candidates))

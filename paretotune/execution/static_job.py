@@ -38,13 +38,21 @@ class WorkerContext:
 
 
 TIMEOUT_ENV = "PARETOTUNE_PTXAS_TIMEOUT_S"  # read by the wrapper on every call: the limit can change per task
+LOG_ENV = "PARETOTUNE_PTXAS_LOG"  # where the wrapper appends ptxas's stderr (its ``-v`` report), when set
 
 
 def ptxas_with_timeout(real: Path, timeout_s: float, folder: Path) -> Path:
-    """A ``ptxas`` for Triton that is killed after ``timeout_s`` (or ``$PARETOTUNE_PTXAS_TIMEOUT_S``): Triton
-    runs ptxas without a time limit, so a hanging ACF would otherwise hold a worker until the pool's deadline
-    and outlive it. Exit code 124 (or 137 after the grace kill) then reads as a timeout; see :func:`_describe`."""
-    text = f'#!/bin/sh\nexec timeout -k 5 "${{{TIMEOUT_ENV}:-{timeout_s:g}}}" "{real}" "$@"\n'
+    """A ``ptxas`` for Triton that is killed after ``timeout_s`` (or ``$PARETOTUNE_PTXAS_TIMEOUT_S``), and that
+    appends its stderr to ``$PARETOTUNE_PTXAS_LOG`` when that is set.
+
+    Triton runs ptxas without a time limit, so a hanging ACF would otherwise hold a worker until the pool's
+    deadline and outlive it; exit code 124 (or 137 after the grace kill) then reads as a timeout (see
+    :func:`_describe`). Triton passes ``-v`` and deletes the report; kept, it gives the static objectives
+    without a second ptxas run, which for some ACFs takes seconds.
+    """
+    limit = f'timeout -k 5 "${{{TIMEOUT_ENV}:-{timeout_s:g}}}" "{real}" "$@"'
+    text = (f'#!/bin/sh\nif [ -n "${LOG_ENV}" ]; then\n  {limit} 2>>"${LOG_ENV}"\n  exit $?\nfi\n'
+            f'exec {limit}\n')
     wrapper = folder / f"ptxas-{hashlib.sha256(text.encode()).hexdigest()[:16]}"  # shared by workers, made once
     if not wrapper.exists():
         tmp = folder / f".{wrapper.name}.{os.getpid()}"
@@ -114,6 +122,30 @@ def job_after_baseline(baseline: TrialRecord | None, evaluation: Any) -> Callabl
     return partial(evaluate_static, ptxas_timeout_s=scaled_ptxas_timeout(baseline, evaluation))
 
 
+def _precompile(config: dict[str, Any], shape: Any, acf: Path | None) -> tuple[Any, Any]:
+    """Triton's compile of the candidate, and the resource usage from its own ptxas report (None if Triton
+    found the build in its cache, or ran ptxas without our wrapper)."""
+    from paretotune.toolchain.ptxas import stats_from_log
+
+    campaign = _STATE["campaign"]
+    fd, name = tempfile.mkstemp(prefix="paretotune-ptxas-", suffix=".log")
+    os.close(fd)
+    log = Path(name)
+    os.environ[LOG_ENV] = str(log)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            kptx = _STATE["adapter"].precompile(config, shape, acf, campaign.target)
+        _STATE["ptxas_log"] = text = log.read_text(errors="replace")
+    except Exception:
+        _STATE["ptxas_log"] = log.read_text(errors="replace")
+        raise
+    finally:
+        os.environ.pop(LOG_ENV, None)
+        log.unlink(missing_ok=True)
+    return kptx, stats_from_log(text, kptx.kernel_name, num_warps=kptx.num_warps,
+                                dynamic_shared=kptx.dynamic_shared)
+
+
 def evaluate_static(candidate: Candidate, ptxas_timeout_s: float | None = None) -> TrialRecord:
     """Build the candidate for every shape and read every static objective; never raises.
 
@@ -136,23 +168,23 @@ def evaluate_static(candidate: Candidate, ptxas_timeout_s: float | None = None) 
         precompile = _STATE["ctx"].precompile
         for shape in campaign.shapes:
             t0 = time.perf_counter()
+            build = None
             if precompile:  # one Triton compile, with the ACF, serves the GPU worker's cache and gives the PTX
-                with contextlib.redirect_stdout(io.StringIO()):
-                    kptx = _STATE["adapter"].precompile(candidate.config, shape, acf, campaign.target)
+                kptx, build = _precompile(candidate.config, shape, acf)
             else:
                 kptx = _ptx(candidate.config, shape)
             t1 = time.perf_counter()
-            build = build_ptx(_STATE["ptxas"], kptx.ptx, campaign.target, acf, kernel_name=kptx.kernel_name,
-                              num_warps=kptx.num_warps, dynamic_shared=kptx.dynamic_shared,
-                              timeout_s=timeout_s,
-                              enable_fp_fusion=kptx.enable_fp_fusion)
+            if build is None:  # not precompiled, or a Triton cache hit (no ptxas ran): ptxas -v ourselves
+                build = build_ptx(_STATE["ptxas"], kptx.ptx, campaign.target, acf, kernel_name=kptx.kernel_name,
+                                  num_warps=kptx.num_warps, dynamic_shared=kptx.dynamic_shared,
+                                  timeout_s=timeout_s, enable_fp_fusion=kptx.enable_fp_fusion)
+                stages["ptxas_s"] += time.perf_counter() - t1
             m = ShapeMeasurement(shape=shape.label, target=campaign.target, build=build)
             extra[shape.label] = {"registers": build.registers, "spill_stores": build.spill_stores,
                                   "spill_loads": build.spill_loads, "stack": build.stack_frame,
                                   "static_shared": build.static_shared, "dynamic_shared": build.dynamic_shared,
                                   "num_warps": build.num_warps}
             stages["precompile_s" if precompile else "ptx_s"] += t1 - t0
-            stages["ptxas_s"] += time.perf_counter() - t1
             for obj in _STATE["objectives"]:
                 if obj.stage != "static":
                     continue
@@ -173,6 +205,10 @@ def _describe(exc: Exception, where: str) -> str:
     first = str(exc).splitlines()[0] if str(exc) else ""
     if type(exc).__name__ == "PTXASError" and ("error code 124" in first or "error code 137" in first):
         return f"ptxas timed out after {_STATE['ptxas_timeout_s']:g} s (in Triton's compile)"
+    if type(exc).__name__ == "PTXASError":  # ptxas's own words went to the wrapper's log, not to Triton
+        said = [line for line in _STATE.get("ptxas_log", "").splitlines() if line.strip()]
+        if said:
+            return f"{first.strip('`')}: {said[-1].strip()}"
     return f"{type(exc).__name__}: {first}{where}"
 
 

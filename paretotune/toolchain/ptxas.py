@@ -131,6 +131,19 @@ def parse_ptxas_log(log: str, kernel_name: str | None = None) -> tuple[int, int,
             int(smem.group(1)) if smem else 0)
 
 
+def stats_from_log(log: str, kernel_name: str, *, num_warps: int, dynamic_shared: int) -> BuildStats | None:
+    """The resource usage of ``kernel_name`` from a ``ptxas -v`` log that another tool ran (Triton's own
+    ptxas, captured by the worker's wrapper); None when the log has no block for that kernel."""
+    if f"Compiling entry function '{kernel_name}'" not in log:
+        return None
+    try:
+        regs, st, ld, stack, smem = parse_ptxas_log(log, kernel_name)
+    except ValueError:
+        return None
+    return BuildStats(registers=regs, spill_stores=st, spill_loads=ld, stack_frame=stack, static_shared=smem,
+                      dynamic_shared=dynamic_shared, num_warps=num_warps, compile_s=0.0)
+
+
 def ptxas_flags(target: TargetArch, acf: Path | None, *, enable_fp_fusion: bool = True) -> list[str]:
     """The flags Triton passes to ptxas, so our build equals the one Triton launches."""
     flags = ["-lineinfo"]

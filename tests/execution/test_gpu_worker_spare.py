@@ -21,7 +21,7 @@ QUICKSTART = Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml"
 @pytest.fixture
 def worker() -> GpuWorker:
     campaign = load_campaign(QUICKSTART)
-    gpu = GpuWorker(campaign, find_ptxas(), timeout_s=60)
+    gpu = GpuWorker(campaign, find_ptxas(), timeout_s=60, spares=2)
     yield gpu
     gpu.stop()
 
@@ -30,7 +30,7 @@ def test_spare_takes_over_after_the_worker_dies(worker: GpuWorker) -> None:
     job = GpuJob(candidate_id=1, config={"num_warps": 4}, acf_path=None, seed=1)
     status, _ = worker.run(job, n_shapes=1)  # starts the first worker; no CUDA here, so the job fails
     assert status == "failed"
-    first, spare = worker._proc, worker._spare[0]
+    first, spare = worker._proc, worker._spares[0][0]
     assert first.is_alive() and spare.is_alive() and spare.pid != first.pid
 
     first.kill()
@@ -38,12 +38,13 @@ def test_spare_takes_over_after_the_worker_dies(worker: GpuWorker) -> None:
     status, reason = worker.run(job, n_shapes=1)
     assert status == "failed" and "cuda" in reason.lower() and "died" not in reason, reason  # a live worker answered
     assert worker._proc.pid == spare.pid  # the spare took over
-    assert worker._spare is not None and worker._spare[0].pid not in (first.pid, spare.pid)
+    assert len(worker._spares) == 2 and not {p.pid for p, _ in worker._spares} & {first.pid, spare.pid}
 
 
-def test_stop_ends_worker_and_spare(worker: GpuWorker) -> None:
+def test_stop_ends_worker_and_spares(worker: GpuWorker) -> None:
     worker.run(GpuJob(candidate_id=1, config={"num_warps": 4}, acf_path=None, seed=1), n_shapes=1)
-    procs = [worker._proc, worker._spare[0]]
+    procs = [worker._proc, *(p for p, _ in worker._spares)]
+    assert len(procs) == 3
     worker.stop()
     assert not any(p.is_alive() for p in procs)
 
@@ -58,7 +59,7 @@ def test_prestarted_worker_is_warm_before_its_first_job(tmp_path: Path, monkeypa
     gpu = GpuWorker(campaign, find_ptxas(), timeout_s=60)
     try:
         gpu.prestart()
-        early = gpu._spare[0]
+        early = gpu._spares[0][0]
         assert gpu._proc is None
         status, _ = gpu.run(GpuJob(candidate_id=1, config={"num_warps": 8, "num_stages": 1}, acf_path=None, seed=1),
                             n_shapes=1)

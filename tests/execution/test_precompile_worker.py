@@ -47,10 +47,11 @@ def acfs(tmp_path: Path) -> tuple[Path, list[str]]:
 
 
 def run_one(tmp_path: Path, ptxas: Path, acf_dir: Path, sha: str, timeout_s: float,
-            campaign_text: str | None = None, job: Callable[[Candidate], TrialRecord] = evaluate_static) -> TrialRecord:
+            campaign_text: str | None = None, job: Callable[[Candidate], TrialRecord] = evaluate_static,
+            precompile: bool = True) -> TrialRecord:
     text = campaign_text or QUICKSTART.read_text()
     ctx = WorkerContext(campaign_path=str(QUICKSTART), campaign_text=text, ptxas_path=str(ptxas),
-                        ptxas_version=find_ptxas().version, acf_dir=str(acf_dir), precompile=True,
+                        ptxas_version=find_ptxas().version, acf_dir=str(acf_dir), precompile=precompile,
                         compile_timeout_s=timeout_s)
     pool = WorkerPool(job, init_worker, (ctx,), 1, 120.0)
     try:
@@ -73,7 +74,8 @@ def test_one_compile_per_candidate(tmp_path: Path, acfs: tuple[Path, list[str]],
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     rec = run_one(tmp_path, find_ptxas().path, acfs[0], acfs[1][0], 60, campaign_text)
     assert rec.status == "ok", rec.error
-    assert set(rec.stages) == {"precompile_s", "ptxas_s"}  # no separate no-ACF compile for the PTX
+    # one compile: no separate no-ACF compile for the PTX, and no second ptxas run for the static objectives
+    assert set(rec.stages) == {"precompile_s"}
     entries = [json.loads(p.read_text()) for p in (tmp_path / "cache").glob("*/*.json") if "__grp" not in p.name]
     with_acf = [e["ptx_options"].split()[1] for e in entries if e.get("ptx_options")]
     assert with_acf == [str(acfs[0] / f"{acfs[1][0]}.acf")]
@@ -81,6 +83,10 @@ def test_one_compile_per_candidate(tmp_path: Path, acfs: tuple[Path, list[str]],
     default = make_adapter(campaign_from_text(campaign_text or QUICKSTART.read_text(), QUICKSTART)).default_config()
     warm = [{"num_warps": e["num_warps"], "num_stages": e["num_stages"]} for e in entries if not e.get("ptx_options")]
     assert warm == [default]
+    # the static objectives come from the report of Triton's own ptxas run, equal to a static campaign's ptxas -v
+    static = run_one(tmp_path, find_ptxas().path, acfs[0], acfs[1][0], 60, campaign_text, precompile=False)
+    assert static.status == "ok" and set(static.stages) == {"ptx_s", "ptxas_s"}
+    assert rec.extra == static.extra and rec.values == static.values
 
 
 def test_hang_inside_tritons_ptxas_is_a_timeout(tmp_path: Path, acfs: tuple[Path, list[str]],
