@@ -29,3 +29,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _keep_tritons_ptxas(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An in-process ``paretotune run`` points Triton at its ptxas through the environment; a test that runs
+    one with a ptxas stand-in (one that hangs on ACFs) must not leave it there for the tests after it (on the
+    H200 the GPU tests after the hang test hung in the stand-in, 2026-11-30)."""
+    for name in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH", "PARETOTUNE_PTXAS"):
+        if name in os.environ:
+            monkeypatch.setenv(name, os.environ[name])  # restored to this value after the test
+        else:  # recorded as absent, so removed again after the test
+            monkeypatch.setenv(name, "")
+            monkeypatch.delenv(name)
