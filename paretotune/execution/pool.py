@@ -43,6 +43,7 @@ class WorkerPool:
         self._fresh = True
         self._closed = False
         self._started: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
 
     def start(self) -> None:
         """Spawn every worker now (each runs its initializer in the background) instead of one per submit.
@@ -55,30 +56,33 @@ class WorkerPool:
             pool.submit(os.getpid)
 
     def _pool(self) -> ProcessPoolExecutor:
-        if self._closed:
-            raise RuntimeError("the worker pool is closed")
-        if self._executor is None:
-            self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                                 initializer=_start_worker,
-                                                 initargs=(os.getpid(), self.initializer, *self.initargs))
-            self._fresh = True
-        return self._executor
+        with self._lock:  # run() may be drained in one thread while start() is called from another
+            if self._closed:
+                raise RuntimeError("the worker pool is closed")
+            if self._executor is None:
+                self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                                     initializer=_start_worker,
+                                                     initargs=(os.getpid(), self.initializer, *self.initargs))
+                self._fresh = True
+            return self._executor
 
     def _kill(self) -> None:
         """Tear the pool down hard (a hung task cannot be cancelled any other way)."""
-        if self._executor is None:
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is None:
             return
-        for proc in list((getattr(self._executor, "_processes", None) or {}).values()):
+        for proc in list((getattr(executor, "_processes", None) or {}).values()):
             proc.kill()
-        self._executor.shutdown(wait=True, cancel_futures=True)
-        self._executor = None
+        executor.shutdown(wait=True, cancel_futures=True)
 
     def close(self) -> None:
         """Shut the workers down; a :meth:`run` still going in another thread ends without submitting more."""
-        self._closed = True
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
-            self._executor = None
+        with self._lock:
+            self._closed = True
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
 
     def run(self, candidates: Sequence[Candidate]) -> Iterator[TrialRecord]:
         """Yield one record per candidate as each finishes (order not kept).
