@@ -31,7 +31,7 @@ for step in "$@"; do
       log ncu; timeout 150 python3 benchmarks/bench_ncu_batch.py --out "$OUTDIR/ncu_batch.json" --singles 3 2>&1 | tail -30 ;;
     helion)  # paretotune with A/B pairs and with a 5 s baseline interval, then Helion's autotuner on the same ACFs
       log helion; timeout ${HELION_TIMEOUT:-260} python3 benchmarks/bench_vs_helion.py --out "$OUTDIR/vs_helion.json" \
-        --helion-budget-s 40 --generations 3 --pool ${HELION_POOL:-20} --workers ${HELION_WORKERS:-12} \
+        --helion-budget-s ${HELION_BUDGET_S:-40} --generations ${HELION_GENERATIONS:-3} --pool ${HELION_POOL:-20} --workers ${HELION_WORKERS:-12} \
         --baseline-intervals ${HELION_INTERVALS:-0,5} --keep-runs "$OUTDIR/runs/vs_helion" 2>&1 | tail -60 ;;
     compile)  # seconds per Helion compile on this host's CPU, one process alone and twelve at once
       log compile; (cd benchmarks && timeout ${COMPILE_TIMEOUT:-150} python3 bench_helion_compile.py \

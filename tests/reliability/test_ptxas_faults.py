@@ -111,3 +111,14 @@ def test_hang_is_cut_at_the_limit_scaled_from_the_baseline(tmp_path: Path, real_
     hung = [r for r in records if assigned(state).get(r.acf or "") == "hang"]
     assert hung and all(r.status == "failed" and r.error == f"ptxas timed out after {limit:g} s" for r in hung)
     assert sum(r.status == "ok" for r in records) == len(records) - len(hung)
+
+    # a resumed run does not measure its baseline again: the evaluator takes the limit from the stored one
+    from paretotune.campaign.load import load_campaign
+    from paretotune.execution.evaluators import StaticEvaluator
+    from paretotune.toolchain.ptxas import find_ptxas
+
+    resumed = StaticEvaluator(load_campaign(out / "campaign.yaml"), find_ptxas(), RunDir(out))
+    try:
+        assert resumed.pool.job.keywords == {"ptxas_timeout_s": limit}
+    finally:
+        resumed.close()
