@@ -35,6 +35,7 @@ def serve(conn: Any, campaign_path: str, campaign_text: str, ptxas_path: str, pt
     export_for_triton(Ptxas(path=Path(ptxas_path), version=ptxas_version))
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     from paretotune.campaign.load import campaign_from_text, make_adapter
+    from paretotune.execution.static_job import warm_up_compiler
 
     campaign = campaign_from_text(campaign_text, Path(campaign_path))
     adapter = make_adapter(campaign)
@@ -44,7 +45,7 @@ def serve(conn: Any, campaign_path: str, campaign_text: str, ptxas_path: str, pt
 
     if torch.cuda.is_available():
         torch.cuda.init()  # a spare worker is ready to measure the moment it takes over (no kernel runs yet)
-    _warm_up(adapter, campaign)
+    warm_up_compiler(adapter, campaign)  # a spare that takes over builds its first candidate at once
     conn.send(("ready", None))
     while True:
         msg = conn.recv()
@@ -59,21 +60,6 @@ def serve(conn: Any, campaign_path: str, campaign_text: str, ptxas_path: str, pt
                                  "fatal": fatal, "traceback": traceback.format_exc(limit=4)}))
             if fatal:
                 return
-
-
-def _warm_up(adapter: Any, campaign: Any) -> None:
-    """Generate and compile the default config's code on the CPU (nothing runs on the GPU, where another worker
-    may be timing): a spare that takes over after a fault then builds its first candidate in tens of ms, not
-    seconds (on an H200 host the first build in a fresh worker took 1.7-3.2 s, later ones 0.03-0.1 s)."""
-    import contextlib
-    import io
-
-    precompile = getattr(adapter, "precompile", None)
-    if precompile is None:
-        return
-    with contextlib.suppress(Exception), contextlib.redirect_stdout(io.StringIO()):
-        for shape in campaign.shapes:
-            precompile(adapter.default_config(), shape, None, campaign.target)
 
 
 @dataclass
