@@ -172,7 +172,9 @@ def evaluate_static(candidate: Candidate, ptxas_timeout_s: float | None = None) 
             else:
                 kptx = _ptx(candidate.config, shape)
             t1 = time.perf_counter()
-            if build is None:  # not precompiled, or a Triton cache hit (no ptxas ran): ptxas -v ourselves
+            # ptxas -v ourselves when not precompiled, on a Triton cache hit (no ptxas ran), and for the baseline,
+            # whose ptxas time sets the search candidates' limit (scaled_ptxas_timeout) and so must be measured
+            if build is None or candidate.is_baseline:
                 build = build_ptx(_STATE["ptxas"], kptx.ptx, campaign.target, acf, kernel_name=kptx.kernel_name,
                                   num_warps=kptx.num_warps, dynamic_shared=kptx.dynamic_shared,
                                   timeout_s=timeout_s, enable_fp_fusion=kptx.enable_fp_fusion)

@@ -48,14 +48,15 @@ def acfs(tmp_path: Path) -> tuple[Path, list[str]]:
 
 def run_one(tmp_path: Path, ptxas: Path, acf_dir: Path, sha: str, timeout_s: float,
             campaign_text: str | None = None, job: Callable[[Candidate], TrialRecord] = evaluate_static,
-            precompile: bool = True) -> TrialRecord:
+            precompile: bool = True, baseline: bool = False) -> TrialRecord:
     text = campaign_text or QUICKSTART.read_text()
     ctx = WorkerContext(campaign_path=str(QUICKSTART), campaign_text=text, ptxas_path=str(ptxas),
                         ptxas_version=find_ptxas().version, acf_dir=str(acf_dir), precompile=precompile,
                         compile_timeout_s=timeout_s)
     pool = WorkerPool(job, init_worker, (ctx,), 1, 120.0)
     try:
-        cand = Candidate(candidate_id=1, generation=0, config={"num_warps": 8, "num_stages": 1}, acf=sha)
+        cand = Candidate(candidate_id=1, generation=0, config={"num_warps": 8, "num_stages": 1},
+                         acf=None if baseline else sha, is_baseline=baseline)
         return next(iter(pool.run([cand])))
     finally:
         pool.close()
@@ -128,3 +129,14 @@ def test_scaled_ptxas_timeout(ptxas_s: float | None, factor: float, expected: fl
     baseline = TrialRecord(candidate_id=0, generation=0, config={}, acf=None, is_baseline=True,
                            status="ok" if ptxas_s else "failed", stages=stages)
     assert scaled_ptxas_timeout(baseline, evaluation) == expected
+
+
+def test_baseline_measures_its_own_ptxas_time(tmp_path: Path, acfs: tuple[Path, list[str]],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search's ptxas limit is scaled from the baseline's ptxas seconds, so the baseline runs ptxas -v even
+    when Triton's compile ran ptxas (here forced: TRITON_ALWAYS_COMPILE skips Triton's cache)."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+    rec = run_one(tmp_path, find_ptxas().path, acfs[0], acfs[1][0], 60, baseline=True)
+    assert rec.status == "ok", rec.error
+    assert rec.stages.get("ptxas_s", 0) > 0
