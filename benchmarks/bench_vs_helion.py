@@ -77,6 +77,8 @@ def paretotune_side(workdir: Path, m: int, n: int, generations: int, pool: int, 
     best = min((r for r in ok if not r.is_baseline), key=lambda r: r.values["runtime"], default=None)
     return {"candidates": len(records), "failed": len(records) - len(ok), "wall_s": total,
             "s_per_candidate_total": total / len(records), "s_per_candidate_steady": steady,
+            "first_search_record_s": stamps[1] - start if search else None,
+            "close_s": total - (stamps[-1] - start),  # from the last record until run_campaign returned
             "baseline_ms": base.values.get("runtime"), "best_ms": best.values["runtime"] if best else None,
             "best_config": best.config if best else None, "acf_dir": str(run.path / "acf"),
             "baseline_interval_s": baseline_interval_s, "stages_per_candidate": breakdown(records),

@@ -13,12 +13,18 @@ killer), its workers exit within a second instead of living on as orphans that h
 at once, so their imports and warm-up overlap other work (a GPU campaign's baseline measurement) instead of
 delaying the first generation. :func:`in_background` drains :meth:`WorkerPool.run` in a thread, so a consumer
 that spends time on each record (the GPU measurement) never leaves CPU workers waiting for new tasks.
+
+Workers are forked from a fork server that has already imported the heavy modules the campaign process
+imported (torch, Triton, Helion): a spawned worker spends seconds importing them, each one again, and a pool
+restarted after a ptxas hang would pay that for every worker. The fork server never touches CUDA. Each worker
+takes the campaign process's environment as it was when the pool was made (the fork server's is older).
 """
 from __future__ import annotations
 
 import multiprocessing
 import os
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -30,6 +36,18 @@ from paretotune.records import Candidate, TrialRecord
 
 STARTUP_GRACE_S = 90.0  # a fresh worker imports torch and Triton before its first task
 CLOSE_POLL_S = 1.0
+HEAVY_MODULES = ("torch", "triton", "helion")  # seconds to import; preloaded when this process has them
+PRELOAD = ("paretotune.campaign.load", "paretotune.execution.static_job")
+
+
+def worker_context() -> multiprocessing.context.BaseContext:
+    """The fork server (with the heavy modules this process already imported preloaded) where the platform has
+    one, else spawn. Only the first fork server of a process is started; its preload list is the first one."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([m for m in HEAVY_MODULES if m in sys.modules] + list(PRELOAD))
+    return ctx
 
 
 class WorkerPool:
@@ -60,9 +78,9 @@ class WorkerPool:
             if self._closed:
                 raise RuntimeError("the worker pool is closed")
             if self._executor is None:
-                self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                self._executor = ProcessPoolExecutor(self.workers, mp_context=worker_context(),
                                                      initializer=_start_worker,
-                                                     initargs=(os.getpid(), self.initializer, *self.initargs))
+                                                     initargs=(dict(os.environ), self.initializer, *self.initargs))
                 self._fresh = True
             return self._executor
 
@@ -182,19 +200,24 @@ def in_background(items: Iterator[T], join_s: float = 5.0) -> Iterator[T]:
         thread.join(join_s)
 
 
-PARENT_POLL_S = 0.5
+def _watch_parent() -> None:
+    """Exit when the campaign process is gone: multiprocessing's parent sentinel (a pipe the campaign process
+    holds open) becomes readable when it dies, fork server or not. The worker's parent process may be the fork
+    server, which itself stays up while any of its children lives."""
+    from multiprocessing.connection import wait as wait_ready
+
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+    wait_ready([parent.sentinel])
+    os._exit(1)
 
 
-def _watch_parent(parent: int) -> None:
-    while True:
-        time.sleep(PARENT_POLL_S)
-        if os.getppid() != parent:  # re-parented: the campaign process is gone
-            os._exit(1)
-
-
-def _start_worker(parent: int, initializer: Callable[..., None], *initargs: Any) -> None:
-    """Worker initializer: start the parent watch, then the job's own initializer."""
-    threading.Thread(target=_watch_parent, args=(parent,), name="parent-watch", daemon=True).start()
+def _start_worker(environ: dict[str, str], initializer: Callable[..., None], *initargs: Any) -> None:
+    """Worker initializer: the campaign process's environment, the parent watch, then the job's initializer."""
+    os.environ.clear()
+    os.environ.update(environ)
+    threading.Thread(target=_watch_parent, name="parent-watch", daemon=True).start()
     initializer(*initargs)
 
 
