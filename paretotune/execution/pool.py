@@ -15,8 +15,8 @@ delaying the first generation. :func:`in_background` drains :meth:`WorkerPool.ru
 that spends time on each record (the GPU measurement) never leaves CPU workers waiting for new tasks.
 
 Workers are forked from a fork server that has already imported the heavy modules the campaign process
-imported (torch, Triton, Helion): a spawned worker spends seconds importing them, each one again, and a pool
-restarted after a ptxas hang would pay that for every worker. The fork server never touches CUDA. Each worker
+imported (torch, Triton): a spawned worker spends seconds importing them, each one again, and a pool
+restarted after a ptxas hang would pay that for every worker. The fork server must never touch CUDA. Each worker
 takes the campaign process's environment as it was when the pool was made (the fork server's is older).
 """
 from __future__ import annotations
@@ -36,7 +36,10 @@ from paretotune.records import Candidate, TrialRecord
 
 STARTUP_GRACE_S = 90.0  # a fresh worker imports torch and Triton before its first task
 CLOSE_POLL_S = 1.0
-HEAVY_MODULES = ("torch", "triton", "helion")  # seconds to import; preloaded when this process has them
+# Seconds to import; preloaded when this process has them. Not helion: on an H200 host, with helion preloaded
+# too, every forked worker failed with "Cannot re-initialize CUDA in forked subprocess" (2026-11-30);
+# benchmarks/check_fork_cuda.py tells which import touches CUDA. torch promises a fork-safe import.
+HEAVY_MODULES = ("torch", "triton")
 PRELOAD = ("paretotune.campaign.load", "paretotune.execution.static_job")
 
 

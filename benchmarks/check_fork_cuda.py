@@ -1,0 +1,51 @@
+"""Which imports leave a fork server unable to give CUDA to its children? (run on a GPU machine)
+
+For each preload list, a fork server imports the modules, forks a child, and the child initializes CUDA.
+paretotune's CPU pool preloads only modules that pass here (paretotune/execution/pool.py, HEAVY_MODULES).
+Usage: python benchmarks/check_fork_cuda.py --out fork_cuda.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import sys
+import time
+
+
+def child_inits_cuda() -> str:
+    import torch
+
+    try:
+        torch.cuda.init()
+        return f"ok ({torch.cuda.get_device_name(0)})"
+    except Exception as exc:  # noqa: BLE001 - the answer
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+
+
+def probe(preload: list[str]) -> str:
+    """One fresh interpreter per list: a process starts only one fork server."""
+    import subprocess
+
+    code = ("import multiprocessing as mp, sys; sys.path.insert(0, 'benchmarks'); from check_fork_cuda import "
+            f"child_inits_cuda\nif __name__ == '__main__':\n ctx = mp.get_context('forkserver'); "
+            f"ctx.set_forkserver_preload({preload!r})\n with ctx.Pool(1) as p: print(p.apply(child_inits_cuda))")
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=300)
+    return (out.stdout.strip().splitlines() or [out.stderr.strip()[-300:]])[-1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    lists = [["torch"], ["torch", "triton"], ["torch", "triton", "helion"], ["torch", "helion"]]
+    result = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "python": sys.version.split()[0],
+              "start_methods": multiprocessing.get_all_start_methods(),
+              "child_cuda_init_by_preload": {",".join(p): probe(p) for p in lists}}
+    with open(args.out, "w") as fh:
+        json.dump(result, fh, indent=1)
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
