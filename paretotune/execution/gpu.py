@@ -7,7 +7,7 @@ CUDA error, a crash or a timeout; the failure is stored and the campaign goes on
 """
 from __future__ import annotations
 
-import multiprocessing
+import os
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -16,7 +16,7 @@ from typing import Any
 
 from paretotune.campaign.load import Campaign
 from paretotune.execution.gpu_worker import GpuJob, serve
-from paretotune.execution.pool import WorkerPool, in_background
+from paretotune.execution.pool import WorkerPool, in_background, worker_context
 from paretotune.execution.static_job import WorkerContext, init_worker, job_after_baseline
 from paretotune.objectives.base import Objective, ShapeMeasurement
 from paretotune.records import Candidate, TrialRecord
@@ -24,6 +24,13 @@ from paretotune.store.run_dir import RunDir
 from paretotune.toolchain.ptxas import Ptxas
 
 READY_TIMEOUT_S = 180.0
+
+
+def _serve_in(environ: dict[str, str], conn: Any, *args: Any) -> None:
+    """:func:`serve` with the campaign process's environment (a fork server's own is older)."""
+    os.environ.clear()
+    os.environ.update(environ)
+    serve(conn, *args)
 
 
 def input_seed(campaign_seed: int, candidate_id: int) -> int:
@@ -52,17 +59,22 @@ class GpuWorker:
         self.last_start_s = 0.0
 
     def _spawn(self) -> tuple[Any, Any]:
-        ctx = multiprocessing.get_context("spawn")
+        """A new worker from the CPU pool's fork server (torch and Triton already imported, CUDA untouched)."""
+        ctx = worker_context()
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=serve, args=(child, *self._args), daemon=True)
+        proc = ctx.Process(target=_serve_in, args=(dict(os.environ), child, *self._args), daemon=True)
         proc.start()
         child.close()
         return proc, parent
 
     def prestart(self) -> None:
-        """Spawn the worker that the first job will use, without waiting for it to be ready."""
+        """Start the worker that the first job will use and its spares, without waiting for them to be ready.
+
+        All at once, at the campaign's start: spares started only when the first worker was ready were still
+        importing when the first faulting ACF came, a few candidates into generation 1 (on the H200 host the
+        next candidate waited 15.0 s and 9.8 s for one, 2026-11-30, run 7)."""
         if self._proc is None and not self._spares:
-            self._spares.append(self._spawn())
+            self._spares = [self._spawn() for _ in range(1 + self.spares)]
 
     def _start(self) -> None:
         self._spares = [s for s in self._spares if s[0].is_alive()]

@@ -59,12 +59,13 @@ def test_prestarted_worker_is_warm_before_its_first_job(tmp_path: Path, monkeypa
     gpu = GpuWorker(campaign, find_ptxas(), timeout_s=60)
     try:
         gpu.prestart()
-        early = gpu._spares[0][0]
-        assert gpu._proc is None
+        assert gpu._proc is None and len(gpu._spares) == 1 + gpu.spares  # the spares start with the first worker
+        early = [proc for proc, _ in gpu._spares]
         status, _ = gpu.run(GpuJob(candidate_id=1, config={"num_warps": 8, "num_stages": 1}, acf_path=None, seed=1),
                             n_shapes=1)
         assert status == "failed"
-        assert gpu._proc.pid == early.pid and gpu.last_start_s > 0
+        assert gpu._proc.pid == early[0].pid and gpu.last_start_s > 0
+        assert [proc.pid for proc, _ in gpu._spares] == [proc.pid for proc in early[1:]]  # none started late
     finally:
         gpu.stop()
     built = [json.loads(p.read_text()) for p in (tmp_path / "cache").glob("*/*.json") if "__grp" not in p.name]
