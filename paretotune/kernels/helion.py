@@ -102,6 +102,7 @@ class HelionAdapter:
         self.spec = spec
         self._kernel: Any = None
         self._aot_device = "meta"  # becomes "cpu" if binding meta tensors fails (see _bind_meta)
+        self.meta_bind_error: str | None = None
         self._aot_cache: dict[tuple[str, str], tuple[Any, ...]] = {}
 
     @property
@@ -145,8 +146,9 @@ class HelionAdapter:
                 try:
                     args = self._aot_args(shape, "meta")
                     return self.kernel.bind(args), args
-                except Exception:  # noqa: BLE001 - any failure with meta tensors: fall back to real CPU tensors
+                except Exception as exc:  # noqa: BLE001 - any failure with meta tensors: fall back to real CPU tensors
                     self._aot_device = "cpu"
+                    self.meta_bind_error = f"{type(exc).__name__}: {exc}"[:1000]  # why, for tests and reports
             args = self._aot_args(shape, "cpu")
             return self.kernel.bind(args), args
 

@@ -97,4 +97,5 @@ def test_helion_meta_codegen_equals_cuda_codegen(kernel: Bundled) -> None:
         on_gpu = adapter.kernel.bind(args).to_triton_code(adapter.helion_config(config))
         assert adapter.triton_source(config, shape) == on_gpu, f"meta and cuda codegen differ for {config}"
     # the CPU fallback is allowed but slower (real input tensors); on the supported GPU image meta must work
-    assert adapter._aot_device == "meta", "binding meta tensors failed here: ahead-of-time compiles use CPU tensors"
+    assert adapter._aot_device == "meta", ("binding meta tensors failed here: ahead-of-time compiles use CPU tensors: "
+                                           f"{adapter.meta_bind_error}")
