@@ -152,8 +152,9 @@ class EvaluationSpec(_Strict):
     compile_timeout_vs_baseline: float = Field(default=30.0, ge=0)
     compile_timeout_min_s: float = Field(default=10.0, gt=0)
     measure_timeout_s: float = Field(default=60.0, gt=0)
-    # GPU worker processes kept ready to take over after a CUDA fault (each holds a CUDA context)
-    gpu_spares: StrictInt = Field(default=2, ge=0, le=8)
+    # GPU worker processes kept ready to take over after a CUDA fault (each holds a CUDA context). On the H200
+    # host a replacement took ~8 s to be ready while faulting ACFs came a few seconds apart (2026-11-30)
+    gpu_spares: StrictInt = Field(default=3, ge=0, le=8)
     device: str = "cuda:0"
     warmup_ms: float = Field(default=25.0, ge=0)
     rep_ms: float = Field(default=100.0, gt=0)

@@ -24,6 +24,7 @@ from paretotune.store.run_dir import RunDir
 from paretotune.toolchain.ptxas import Ptxas
 
 READY_TIMEOUT_S = 180.0
+COMPILE_NICE = 5  # CPU workers compile at a lower priority than the GPU worker and its starting spares
 
 
 def _serve_in(environ: dict[str, str], conn: Any, *args: Any) -> None:
@@ -156,7 +157,7 @@ class GpuEvaluator:
                             ptxas_path=str(ptxas.path), ptxas_version=ptxas.version, acf_dir=str(run.path / "acf"),
                             precompile=True, compile_timeout_s=ev.compile_timeout_s)
         self.pool = WorkerPool(job_after_baseline(run.baseline(), ev), init_worker, (ctx,), ev.workers,
-                               ev.compile_timeout_s * len(campaign.shapes) + 30.0)
+                               ev.compile_timeout_s * len(campaign.shapes) + 30.0, nice=COMPILE_NICE)
         self.gpu = GpuWorker(campaign, ptxas, ev.measure_timeout_s, ev.gpu_spares)
 
     def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:

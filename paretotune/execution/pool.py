@@ -57,9 +57,11 @@ class WorkerPool:
     """Evaluate candidates with ``job(candidate) -> TrialRecord`` in ``workers`` spawned processes."""
 
     def __init__(self, job: Callable[[Candidate], TrialRecord], initializer: Callable[..., None],
-                 initargs: tuple[Any, ...], workers: int, timeout_s: float) -> None:
+                 initargs: tuple[Any, ...], workers: int, timeout_s: float, nice: int = 0) -> None:
+        """``nice``: added to the workers' niceness, so that latency-critical processes (the GPU worker timing a
+        candidate, a spare starting after a fault) get a busy host's CPUs before throughput work does."""
         self.job, self.initializer, self.initargs = job, initializer, initargs
-        self.workers, self.timeout_s = workers, timeout_s
+        self.workers, self.timeout_s, self.nice = workers, timeout_s, nice
         self._executor: ProcessPoolExecutor | None = None
         self._fresh = True
         self._closed = False
@@ -83,7 +85,8 @@ class WorkerPool:
             if self._executor is None:
                 self._executor = ProcessPoolExecutor(self.workers, mp_context=worker_context(),
                                                      initializer=_start_worker,
-                                                     initargs=(dict(os.environ), self.initializer, *self.initargs))
+                                                     initargs=(dict(os.environ), self.nice, self.initializer,
+                                                               *self.initargs))
                 self._fresh = True
             return self._executor
 
@@ -216,10 +219,13 @@ def _watch_parent() -> None:
     os._exit(1)
 
 
-def _start_worker(environ: dict[str, str], initializer: Callable[..., None], *initargs: Any) -> None:
-    """Worker initializer: the campaign process's environment, the parent watch, then the job's initializer."""
+def _start_worker(environ: dict[str, str], nice: int, initializer: Callable[..., None], *initargs: Any) -> None:
+    """Worker initializer: the campaign process's environment, niceness, the parent watch, then the job's
+    initializer."""
     os.environ.clear()
     os.environ.update(environ)
+    if nice:
+        os.nice(nice)
     threading.Thread(target=_watch_parent, name="parent-watch", daemon=True).start()
     initializer(*initargs)
 

@@ -70,3 +70,20 @@ def test_workers_start_with_the_heavy_modules_the_campaign_process_imported(tmp_
     out = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert f"torch at worker start: {parent_has_torch}" in out.stdout
+
+
+def report_nice(candidate: Candidate) -> TrialRecord:
+    return TrialRecord(candidate_id=candidate.candidate_id, generation=0, config={}, acf=None, is_baseline=False,
+                       status="ok", extra={"nice": os.nice(0)})
+
+
+def test_workers_run_at_the_niceness_the_pool_asks_for() -> None:
+    def niceness(pool: WorkerPool) -> int:
+        try:
+            (rec,) = pool.run([Candidate(candidate_id=1, generation=0, config={}, acf=None)])
+        finally:
+            pool.close()
+        return rec.extra["nice"]
+
+    assert niceness(WorkerPool(report_nice, note_imports, (), 1, 60.0)) == os.nice(0)
+    assert niceness(WorkerPool(report_nice, note_imports, (), 1, 60.0, nice=5)) == min(19, os.nice(0) + 5)

@@ -7,6 +7,7 @@ result with an ACF is reported as such rather than hidden.
 """
 from __future__ import annotations
 
+import importlib.metadata
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,14 @@ def test_helion_meta_codegen_equals_cuda_codegen(kernel: Bundled) -> None:
                                               "block_sizes": [2], "reduction_loops": [512]}):
         on_gpu = adapter.kernel.bind(args).to_triton_code(adapter.helion_config(config))
         assert adapter.triton_source(config, shape) == on_gpu, f"meta and cuda codegen differ for {config}"
-    # the CPU fallback is allowed but slower (real input tensors); on the supported GPU image meta must work
-    assert adapter._aot_device == "meta", ("binding meta tensors failed here: ahead-of-time compiles use CPU tensors: "
-                                           f"{adapter.meta_bind_error}")
+    # The CPU fallback is allowed but slower (real input tensors, made once per shape and worker). On the H200
+    # image (helion 1.5.0, torch 2.11) Inductor cannot lower the softmax's amax for meta tensors with unbacked
+    # sizes, so there the fallback is expected, for that reason only (2026-11-30, 0022c31); elsewhere meta must work.
+    import torch
+
+    if importlib.metadata.version("helion") == "1.5.0" and torch.__version__.startswith("2.11"):
+        assert adapter._aot_device == "meta" or "InductorLoweringError" in (adapter.meta_bind_error or ""), \
+            adapter.meta_bind_error
+    else:
+        assert adapter._aot_device == "meta", ("binding meta tensors failed here: ahead-of-time compiles use CPU "
+                                               f"tensors: {adapter.meta_bind_error}")
