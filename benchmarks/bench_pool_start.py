@@ -1,0 +1,97 @@
+"""Seconds until a CPU pool worker returns its first result: spawned (imports torch and Triton itself) vs
+forked from the fork server (torch and Triton preloaded), for the first pool and for a pool restarted
+after a kill (what a ptxas hang costs). Static build of the bundled Helion softmax, no GPU needed.
+
+Usage: python benchmarks/bench_pool_start.py --out pool_start.json [--repeats 3]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CAMPAIGN = """
+    name: pool-start
+    kernel: {source: "paretotune.kernels.bundled.helion_softmax:helion_softmax"}
+    shapes: [{name: s, M: 4096, N: 8192, dtype: float16}]
+    objectives: [registers]
+"""
+
+
+def one(mode: str, folder: Path) -> dict[str, float]:
+    """In this (fresh) process: first result of a new pool, then of the same pool after a kill."""
+    from paretotune.campaign.load import load_campaign, make_adapter
+    from paretotune.execution import pool
+    from paretotune.execution.static_job import WorkerContext, evaluate_static, init_worker
+    from paretotune.records import Candidate
+    from paretotune.toolchain.ptxas import find_ptxas
+
+    if mode == "spawn":
+        pool.worker_context = lambda: multiprocessing.get_context("spawn")
+    cfg = folder / "campaign.yaml"
+    cfg.write_text(textwrap.dedent(CAMPAIGN))
+    campaign, ptxas = load_campaign(cfg), find_ptxas()
+    adapter = make_adapter(campaign)  # the campaign process has torch and Triton imported, as in a real run
+    ctx = WorkerContext(campaign_path=str(cfg), campaign_text=campaign.text, ptxas_path=str(ptxas.path),
+                        ptxas_version=ptxas.version, acf_dir=str(folder / "acf"), precompile=True)
+    workers = pool.WorkerPool(evaluate_static, init_worker, (ctx,), 1, 300)
+    cand = Candidate(candidate_id=1, generation=0, config=adapter.default_config(), acf=None)
+    out = {}
+    try:
+        for phase in ("first_pool_s", "after_restart_s"):
+            start = time.perf_counter()
+            (rec,) = workers.run([cand])
+            assert rec.status == "ok", rec.error
+            out[phase] = time.perf_counter() - start
+            workers._kill()  # what the pool does after a timeout; the next run starts a new worker
+    finally:
+        workers.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--child", choices=["spawn", "forkserver"])
+    args = parser.parse_args()
+    if args.child:
+        with tempfile.TemporaryDirectory() as tmp:
+            print(json.dumps(one(args.child, Path(tmp))))
+        return
+    runs: dict[str, list[dict[str, float]]] = {"spawn": [], "forkserver": []}
+    for _ in range(args.repeats):
+        for mode, results in runs.items():
+            proc = subprocess.run([sys.executable, __file__, "--child", mode], check=True, capture_output=True,
+                                  text=True, env={**os.environ, "TRITON_CACHE_DIR": tempfile.mkdtemp()})
+            results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    result = {"command": " ".join(["python", "benchmarks/bench_pool_start.py", *sys.argv[1:]]),
+              "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+              "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], check=False, capture_output=True,
+                                       text=True, cwd=ROOT).stdout.strip(),
+              "runs": runs,
+              "median_s": {m: {k: round(statistics.median(r[k] for r in rs), 2) for k in rs[0]} for m, rs in runs.items()},
+              "notes": "each run a fresh process and an empty Triton cache; the time includes the worker's warm-up "
+                       "compile and the candidate's own build; the fork server preloads torch and Triton, not Helion "
+                       "(see h200_fork_cuda.json), so a forked worker still imports Helion"}
+    text = json.dumps(result, indent=1)
+    if args.out:
+        args.out.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
