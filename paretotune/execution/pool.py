@@ -15,8 +15,9 @@ delaying the first generation. :func:`in_background` drains :meth:`WorkerPool.ru
 that spends time on each record (the GPU measurement) never leaves CPU workers waiting for new tasks.
 
 Workers are forked from a fork server that has already imported the heavy modules the campaign process
-imported (torch, Triton): a spawned worker spends seconds importing them, each one again, and a pool
-restarted after a ptxas hang would pay that for every worker. The fork server must never touch CUDA. Each worker
+imported (torch, Triton; Helion too where CUDA is unavailable): a spawned worker spends seconds importing
+them, each one again, and a pool restarted after a ptxas hang would pay that for every worker. The fork
+server must never touch CUDA. Each worker
 takes the campaign process's environment as it was when the pool was made (the fork server's is older).
 """
 from __future__ import annotations
@@ -36,20 +37,29 @@ from paretotune.records import Candidate, TrialRecord
 
 STARTUP_GRACE_S = 90.0  # a fresh worker imports torch and Triton before its first task
 CLOSE_POLL_S = 1.0
-# Seconds to import; preloaded when this process has them. Not helion: on an H200 host, with helion preloaded
-# too, every forked worker failed with "Cannot re-initialize CUDA in forked subprocess" (2026-11-30);
-# benchmarks/check_fork_cuda.py tells which import touches CUDA. torch promises a fork-safe import.
+# Seconds to import; preloaded when this process has them. Helion only where CUDA cannot be used at all: on
+# an H200 host, with helion preloaded, every forked worker failed with "Cannot re-initialize CUDA in forked
+# subprocess" (2026-11-30, benchmarks/results/h200_fork_cuda.json); torch promises a fork-safe import.
 HEAVY_MODULES = ("torch", "triton")
+CPU_ONLY_MODULES = ("helion",)
 PRELOAD = ("paretotune.campaign.load", "paretotune.execution.static_job")
 
 
+def preload_modules() -> list[str]:
+    """What the fork server imports before it forks workers: what this process has of the heavy modules."""
+    heavy = [m for m in HEAVY_MODULES if m in sys.modules]
+    if "torch" in sys.modules and not sys.modules["torch"].cuda.is_available():  # CUDA unusable: nothing to poison
+        heavy += [m for m in CPU_ONLY_MODULES if m in sys.modules]
+    return heavy + list(PRELOAD)
+
+
 def worker_context() -> multiprocessing.context.BaseContext:
-    """The fork server (with the heavy modules this process already imported preloaded) where the platform has
-    one, else spawn. Only the first fork server of a process is started; its preload list is the first one."""
+    """The fork server (with :func:`preload_modules`) where the platform has one, else spawn. Only the first
+    fork server of a process is started; its preload list is the first one."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload([m for m in HEAVY_MODULES if m in sys.modules] + list(PRELOAD))
+    ctx.set_forkserver_preload(preload_modules())
     return ctx
 
 
