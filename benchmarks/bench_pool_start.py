@@ -79,7 +79,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:  # what this machine's campaign process would preload
         (Path(tmp) / "c.yaml").write_text(textwrap.dedent(CAMPAIGN))
         make_adapter(load_campaign(Path(tmp) / "c.yaml"))
-        preload = {"cuda_available": torch.cuda.is_available(), "modules": preload_modules()}
+        preload = {"torch_cuda_build": torch.version.cuda, "modules": preload_modules()}
     runs: dict[str, list[dict[str, float]]] = {"spawn": [], "forkserver": []}
     for _ in range(args.repeats):
         for mode, results in runs.items():
@@ -95,7 +95,7 @@ def main() -> None:
               "median_s": {m: {k: round(statistics.median(r[k] for r in rs), 2) for k in rs[0]} for m, rs in runs.items()},
               "notes": "each run a fresh process and an empty Triton cache; the time includes the worker's warm-up "
                        "compile and the candidate's own build. The fork server preloads torch and Triton, and Helion only "
-                       "where CUDA is unavailable (see h200_fork_cuda.json)", "preload": preload}
+                       "with a CPU build of torch (see h200_fork_cuda.json)", "preload": preload}
     text = json.dumps(result, indent=1)
     if args.out:
         args.out.write_text(text)

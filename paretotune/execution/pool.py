@@ -15,7 +15,7 @@ delaying the first generation. :func:`in_background` drains :meth:`WorkerPool.ru
 that spends time on each record (the GPU measurement) never leaves CPU workers waiting for new tasks.
 
 Workers are forked from a fork server that has already imported the heavy modules the campaign process
-imported (torch, Triton; Helion too where CUDA is unavailable): a spawned worker spends seconds importing
+imported (torch, Triton; Helion too with a CPU build of torch): a spawned worker spends seconds importing
 them, each one again, and a pool restarted after a ptxas hang would pay that for every worker. The fork
 server must never touch CUDA. Each worker
 takes the campaign process's environment as it was when the pool was made (the fork server's is older).
@@ -37,7 +37,7 @@ from paretotune.records import Candidate, TrialRecord
 
 STARTUP_GRACE_S = 90.0  # a fresh worker imports torch and Triton before its first task
 CLOSE_POLL_S = 1.0
-# Seconds to import; preloaded when this process has them. Helion only where CUDA cannot be used at all: on
+# Seconds to import; preloaded when this process has them. Helion only with a CPU build of torch: on
 # an H200 host, with helion preloaded, every forked worker failed with "Cannot re-initialize CUDA in forked
 # subprocess" (2026-11-30, benchmarks/results/h200_fork_cuda.json); torch promises a fork-safe import.
 HEAVY_MODULES = ("torch", "triton")
@@ -48,8 +48,8 @@ PRELOAD = ("paretotune.campaign.load", "paretotune.execution.static_job")
 def preload_modules() -> list[str]:
     """What the fork server imports before it forks workers: what this process has of the heavy modules."""
     heavy = [m for m in HEAVY_MODULES if m in sys.modules]
-    if "torch" in sys.modules and not sys.modules["torch"].cuda.is_available():  # CUDA unusable: nothing to poison
-        heavy += [m for m in CPU_ONLY_MODULES if m in sys.modules]
+    if "torch" in sys.modules and sys.modules["torch"].version.cuda is None:  # a CPU build: no CUDA to break
+        heavy += [m for m in CPU_ONLY_MODULES if m in sys.modules]  # (asking the driver would initialize it here)
     return heavy + list(PRELOAD)
 
 
