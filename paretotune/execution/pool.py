@@ -17,8 +17,8 @@ that spends time on each record (the GPU measurement) never leaves CPU workers w
 Workers are forked from a fork server that has already imported the heavy modules the campaign process
 imported (torch, Triton; Helion too with a CPU build of torch): a spawned worker spends seconds importing
 them, each one again, and a pool restarted after a ptxas hang would pay that for every worker. The fork
-server must never touch CUDA. Each worker
-takes the campaign process's environment as it was when the pool was made (the fork server's is older).
+server must never touch CUDA. Each worker takes the campaign process's environment as it was when the pool
+was made (the fork server's is older).
 """
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def worker_context() -> multiprocessing.context.BaseContext:
 
 
 class WorkerPool:
-    """Evaluate candidates with ``job(candidate) -> TrialRecord`` in ``workers`` spawned processes."""
+    """Evaluate candidates with ``job(candidate) -> TrialRecord`` in ``workers`` worker processes."""
 
     def __init__(self, job: Callable[[Candidate], TrialRecord], initializer: Callable[..., None],
                  initargs: tuple[Any, ...], workers: int, timeout_s: float, nice: int = 0) -> None:
