@@ -1,4 +1,4 @@
-"""A pool of spawned worker processes that evaluates candidates and survives hangs and crashes.
+"""A pool of worker processes that evaluates candidates and survives hangs and crashes.
 
 ``concurrent.futures`` does the scheduling; what it lacks is killing a hung task and carrying on after a
 worker dies (a segfault breaks the whole pool). We keep at most one task per worker in flight, so each task's
@@ -7,7 +7,7 @@ the tasks that were in flight one at a time), is recorded as failed, the pool is
 in-flight candidates are evaluated again. One bad candidate never stops a campaign.
 
 Workers watch their parent: when the campaign process dies without shutting the pool down (SIGKILL, the OOM
-killer), its workers exit within a second instead of living on as orphans that hold memory and CPU.
+killer), its workers exit at once instead of living on as orphans that hold memory and CPU.
 
 ``concurrent.futures`` spawns workers one per submit, as tasks arrive; :meth:`WorkerPool.start` spawns them all
 at once, so their imports and warm-up overlap other work (a GPU campaign's baseline measurement) instead of
