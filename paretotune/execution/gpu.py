@@ -16,7 +16,7 @@ from typing import Any
 
 from paretotune.campaign.load import Campaign
 from paretotune.execution.gpu_worker import GpuJob, serve
-from paretotune.execution.pool import WorkerPool, in_background, worker_context
+from paretotune.execution.pool import WorkerPool, adopt_environment, in_background, worker_context
 from paretotune.execution.static_job import WorkerContext, init_worker, job_after_baseline
 from paretotune.objectives.base import Objective, ShapeMeasurement
 from paretotune.records import Candidate, TrialRecord
@@ -28,9 +28,8 @@ COMPILE_NICE = 5  # CPU workers compile at a lower priority than the GPU worker 
 
 
 def _serve_in(environ: dict[str, str], conn: Any, *args: Any) -> None:
-    """:func:`serve` with the campaign process's environment (a fork server's own is older)."""
-    os.environ.clear()
-    os.environ.update(environ)
+    """:func:`serve` with the campaign process's environment."""
+    adopt_environment(environ)
     serve(conn, *args)
 
 

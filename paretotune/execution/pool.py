@@ -229,11 +229,17 @@ def _watch_parent() -> None:
     os._exit(1)
 
 
+def adopt_environment(environ: dict[str, str]) -> None:
+    """Replace this process's environment with ``environ``: a child of the fork server starts with the
+    server's environment, which is older than the campaign process's."""
+    os.environ.clear()
+    os.environ.update(environ)
+
+
 def _start_worker(environ: dict[str, str], nice: int, initializer: Callable[..., None], *initargs: Any) -> None:
     """Worker initializer: the campaign process's environment, niceness, the parent watch, then the job's
     initializer."""
-    os.environ.clear()
-    os.environ.update(environ)
+    adopt_environment(environ)
     if nice:
         os.nice(nice)
     threading.Thread(target=_watch_parent, name="parent-watch", daemon=True).start()
