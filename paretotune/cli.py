@@ -22,10 +22,21 @@ COMMANDS: dict[str, str] = {
 }
 
 
+def installed_version() -> str:
+    """The installed distribution's version (a source tree on PYTHONPATH without an install says so)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("paretotune")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="paretotune", description="Multi-objective Pareto search for GPU kernels "
                                      "over kernel configs and PTXAS Advanced Control Files.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--version", action="version", version=f"paretotune {installed_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, module in COMMANDS.items():
         mod = importlib.import_module(f"paretotune.commands.{module}")
