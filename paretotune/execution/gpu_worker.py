@@ -1,4 +1,5 @@
-"""The GPU measurement process: build each candidate with its ACF, check it, time it next to the baseline.
+"""The GPU measurement process: build each candidate with its ACF, check it, time it next to the baseline
+(on the shape's shared timing buffers: :mod:`paretotune.execution.arms`).
 
 It runs in its own spawned process because a bad ACF can produce an illegal address, which poisons the CUDA
 context for the rest of the process: after any CUDA error the worker reports it and exits, and the parent
@@ -12,6 +13,9 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from paretotune.execution.arms import TIMING_SEED, ShapeArms, check_candidate, open_shape
+from paretotune.execution.timing import Timer, Timing, gpu_timer
 
 
 @dataclass(frozen=True)
@@ -64,50 +68,47 @@ def serve(conn: Any, campaign_path: str, campaign_text: str, ptxas_path: str, pt
 
 @dataclass
 class Baseline:
-    """The default config without ACF for one shape, built once per worker, and its latest timing."""
+    """One shape's timing buffers and baseline (default config, no ACF), built once per worker, and the
+    baseline's latest timing. Every candidate of the shape is bound to the same buffers."""
 
-    prepared: Any
-    timing: Any = None
+    arms: ShapeArms
+    timing: Timing | None = None
     timed_at: float = float("-inf")
 
 
-def measure(adapter: Any, campaign: Any, job: GpuJob, baselines: dict[str, Baseline], spec: Any) -> dict[str, Any]:
-    """Per shape: correctness on fresh random inputs, then the candidate timed next to the baseline.
+def measure(adapter: Any, campaign: Any, job: GpuJob, baselines: dict[str, Baseline], spec: Any,
+            timer: Timer | None = None) -> dict[str, Any]:
+    """Per shape: correctness on the candidate's own fresh inputs, then the candidate timed next to the baseline
+    on the shape's shared timing buffers.
 
     The baseline is re-timed right before the candidate (an A/B pair) unless ``spec.baseline_interval_s`` > 0
-    and its last timing is younger than that; the ratio is always to the nearest baseline timing.
+    and its last timing is younger than that; the ratio is always to the nearest baseline timing. ``timer``
+    defaults to :func:`~paretotune.execution.timing.gpu_timer` with the campaign's warm-up and repetition.
     """
-    import torch
-
-    from paretotune.execution.timing import bench, check_output
-
+    timer = timer or gpu_timer(spec.warmup_ms, spec.rep_ms)
     acf = Path(job.acf_path) if job.acf_path else None
     out: dict[str, Any] = {}
     for shape in campaign.shapes:
         t0 = time.perf_counter()
-        prepared = adapter.prepare(job.config, shape, acf, spec.device, job.seed)
-        if prepared.output is not None and prepared.output.is_floating_point():
-            prepared.output.fill_(float("nan"))  # an unwritten element must fail the check
-        got = prepared.launch()
-        torch.cuda.synchronize()
-        problem = check_output(got, prepared.reference(), prepared.atol, prepared.rtol)
-        build_s = time.perf_counter() - t0
+        problem = check_candidate(adapter, job.config, shape, acf, spec.device, job.seed)
         if problem:
             return {"failed": f"{shape.label}: {problem}"}
         if shape.label not in baselines:
-            base = adapter.prepare(adapter.default_config(), shape, None, spec.device, 12345)
-            base.launch()
-            torch.cuda.synchronize()
-            baselines[shape.label] = Baseline(base)
+            baselines[shape.label] = Baseline(open_shape(adapter, shape, spec.device, TIMING_SEED, spec.timing,
+                                                         timer))
         base = baselines[shape.label]
-        if time.monotonic() - base.timed_at >= spec.baseline_interval_s:
-            base.timing = bench(base.prepared.launch, spec.warmup_ms, spec.rep_ms)
+        prepared = base.arms.bind(job.config, acf)
+        build_s = time.perf_counter() - t0
+        method = base.arms.method
+        if base.timing is None or time.monotonic() - base.timed_at >= spec.baseline_interval_s:
+            base.timing = timer(base.arms.baseline.launch, method)
             base.timed_at = time.monotonic()
         t1 = time.perf_counter()
-        cand_t = bench(prepared.launch, spec.warmup_ms, spec.rep_ms)
+        cand_t = timer(prepared.launch, method)
         out[shape.label] = {"runtime_ms": cand_t.median_ms, "baseline_ms": base.timing.median_ms,
                             "baseline_age_s": time.monotonic() - base.timed_at,
                             "samples_ms": list(cand_t.samples_ms[:200]), "build_s": build_s,
-                            "time_s": time.perf_counter() - t1, "n_samples": len(cand_t.samples_ms)}
+                            "time_s": time.perf_counter() - t1, "n_samples": len(cand_t.samples_ms),
+                            "timing": method}
         del prepared
     return out

@@ -1,7 +1,8 @@
 """ncu objectives for a batch: one Nsight Compute process profiles every (candidate, shape) of the batch.
 
 Each item is launched once inside its own NVTX range (``paretotune.ncu``); values are matched back by range
-name. The child process rebuilds each candidate through the kernel adapter with its ACF, like the GPU worker.
+name. The child process rebuilds each candidate through the kernel adapter with its ACF, like the GPU worker, and
+binds every item of a shape to one shared input set (as search and validate time them).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from paretotune.store.run_dir import RunDir
 def measure_batch(campaign: Campaign, run: RunDir, records: Sequence[TrialRecord],
                   metrics: Sequence[str]) -> dict[int, dict[str, dict[str, float]]]:
     """{candidate_id: {shape: {metric: value}}} for every item ncu measured; missing items are left out."""
-    from paretotune.execution.gpu import input_seed
+    from paretotune.execution.arms import TIMING_SEED
     from paretotune.ncu import BatchItem, NcuOptions, python_child, run_batch
 
     items = []
@@ -27,7 +28,7 @@ def measure_batch(campaign: Campaign, run: RunDir, records: Sequence[TrialRecord
         for shape in campaign.shapes:
             params = {"run_dir": str(run.path), "config": rec.config, "shape": shape.label,
                       "acf": str(run.acf_path(rec.acf)) if rec.acf else None,
-                      "seed": input_seed(campaign.spec.seed, rec.candidate_id)}
+                      "seed": TIMING_SEED}
             items.append(BatchItem(rec.candidate_id, shape.label, params))
     workdir = run.path / "ncu" / f"batch{records[0].candidate_id:05d}"
     workdir.mkdir(parents=True, exist_ok=True)
@@ -52,10 +53,19 @@ def _campaign(run_dir: str) -> tuple[Any, Any]:
     return campaign, make_adapter(campaign)
 
 
+@functools.lru_cache(maxsize=8)
+def _shape_inputs(run_dir: str, shape_label: str, seed: int) -> dict[str, Any]:
+    """One input set per shape, shared by every item of the batch (as in search and validate)."""
+    campaign, adapter = _campaign(run_dir)
+    shape = next(s for s in campaign.shapes if s.label == shape_label)
+    return adapter.make_inputs(shape, campaign.spec.evaluation.device, seed)
+
+
 def make_launch(params: dict[str, Any]) -> Callable[[], Any]:
-    """Child-side factory: build the candidate on the GPU and return its zero-argument launch."""
+    """Child-side factory: build the candidate on the GPU, bound to its shape's shared inputs, and return its
+    zero-argument launch."""
     campaign, adapter = _campaign(params["run_dir"])
     shape = next(s for s in campaign.shapes if s.label == params["shape"])
     acf = Path(params["acf"]) if params["acf"] else None
-    prepared = adapter.prepare(params["config"], shape, acf, campaign.spec.evaluation.device, params["seed"])
-    return prepared.launch
+    inputs = _shape_inputs(params["run_dir"], params["shape"], int(params["seed"]))
+    return adapter.prepare(params["config"], shape, acf, inputs).launch

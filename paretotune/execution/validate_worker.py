@@ -1,9 +1,10 @@
 """Re-measure chosen candidates against the baseline in a fresh process, many interleaved rounds.
 
 Each round times the baseline, a second copy of the baseline (the control: it must come out "not
-significant") and every candidate, in a seeded random order, with ``do_bench``; each round contributes one
-median per arm. Interleaving spreads clock and thermal drift over all arms instead of letting it pose as a
-speedup.
+significant") and every candidate, in a seeded random order; each round contributes one median per arm.
+Interleaving spreads clock and thermal drift over all arms instead of letting it pose as a speedup. Every arm of
+a shape runs on the same timing buffers (:mod:`paretotune.execution.arms`); each candidate is checked first on
+fresh inputs of its own.
 """
 from __future__ import annotations
 
@@ -12,54 +13,78 @@ import random
 from pathlib import Path
 from typing import Any
 
+from paretotune.execution.arms import check_candidate, open_shape, sync
+from paretotune.execution.timing import Timer, TimingSetting
+from paretotune.kernels.base import KernelAdapter, Prepared
+from paretotune.records import Shape
+
 CONTROL_ID = -1  # the baseline measured as if it were a candidate
 
 
 def validate_in_process(campaign_path: str, campaign_text: str, ptxas_path: str, ptxas_version: str,
                         candidates: list[dict[str, Any]], rounds: int, warmup_ms: float, rep_ms: float,
-                        seed: int) -> dict[str, Any]:
-    """Return {shape: {"baseline": [...], candidate_id: [...] | "error"}} of per-round median times (ms)."""
+                        seed: int, *, own_buffers: bool = False) -> dict[str, Any]:
+    """Return {shape: {"samples": {"baseline": [...], "-1": [...], id: [...]}, "errors": {id: why},
+    "timing": method, "buffers": "shared" | "own"}} of per-round median times (ms).
+
+    ``own_buffers`` times each arm on tensors of its own (the method before shared buffers); only the noise-floor
+    benchmark uses it, to show the difference.
+    """
     from paretotune.toolchain.ptxas import Ptxas, export_for_triton
 
     export_for_triton(Ptxas(path=Path(ptxas_path), version=ptxas_version))
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-    import torch
-
     from paretotune.campaign.load import campaign_from_text, make_adapter
-    from paretotune.execution.timing import bench, check_output
+    from paretotune.execution.timing import gpu_timer
 
     campaign = campaign_from_text(campaign_text, Path(campaign_path))
     adapter = make_adapter(campaign)
-    device = campaign.spec.evaluation.device
+    evaluation = campaign.spec.evaluation
     rng = random.Random(seed)
-    result: dict[str, Any] = {}
-    for shape in campaign.shapes:
-        arms: dict[Any, Any] = {"baseline": adapter.prepare(adapter.default_config(), shape, None, device, seed),
-                                CONTROL_ID: adapter.prepare(adapter.default_config(), shape, None, device, seed + 1)}
-        errors: dict[Any, str] = {}
-        for cand in candidates:
-            acf = Path(cand["acf_path"]) if cand["acf_path"] else None
-            try:
-                prep = adapter.prepare(cand["config"], shape, acf, device, seed + 2 + cand["candidate_id"])
-                if prep.output is not None and prep.output.is_floating_point():
-                    prep.output.fill_(float("nan"))
-                got = prep.launch()
-                torch.cuda.synchronize()
-                problem = check_output(got, prep.reference(), prep.atol, prep.rtol)
-            except Exception as exc:  # noqa: BLE001 - recorded as this candidate's failure
-                problem = f"{type(exc).__name__}: {exc}"
-            if problem:
-                errors[cand["candidate_id"]] = problem
-            else:
-                arms[cand["candidate_id"]] = prep
-        for prep in arms.values():  # warm every arm before the first timed round
-            prep.launch()
-        torch.cuda.synchronize()
-        samples: dict[Any, list[float]] = {k: [] for k in arms}
-        for _ in range(rounds):
-            order = list(arms)
-            rng.shuffle(order)
-            for key in order:
-                samples[key].append(bench(arms[key].launch, warmup_ms, rep_ms).median_ms)
-        result[shape.label] = {"samples": {str(k): v for k, v in samples.items()}, "errors": {str(k): v for k, v in errors.items()}}
-    return result
+    timer = gpu_timer(warmup_ms, rep_ms)
+    return {shape.label: validate_shape(adapter, shape, candidates, rounds, seed, evaluation.device,
+                                        evaluation.timing, timer, rng, own_buffers=own_buffers)
+            for shape in campaign.shapes}
+
+
+def validate_shape(adapter: KernelAdapter, shape: Shape, candidates: list[dict[str, Any]], rounds: int, seed: int,
+                   device: str, setting: TimingSetting, timer: Timer, rng: random.Random, *,
+                   own_buffers: bool = False) -> dict[str, Any]:
+    """One shape: check every candidate on its own fresh inputs, then time all arms in ``rounds`` shuffled rounds."""
+    errors: dict[Any, str] = {}
+    passed = []
+    for cand in candidates:
+        acf = Path(cand["acf_path"]) if cand["acf_path"] else None
+        try:
+            problem = check_candidate(adapter, cand["config"], shape, acf, device, seed + 2 + cand["candidate_id"])
+        except Exception as exc:  # noqa: BLE001 - recorded as this candidate's failure
+            problem = f"{type(exc).__name__}: {exc}"
+        if problem:
+            errors[cand["candidate_id"]] = problem
+        else:
+            passed.append((cand, acf))
+    shared = open_shape(adapter, shape, device, seed, setting, timer)
+    arms: dict[Any, Prepared] = {"baseline": shared.baseline}
+
+    def bind(key: int, config: dict[str, Any], acf: Path | None) -> Prepared:
+        if not own_buffers:
+            return shared.bind(config, acf)
+        prepared = adapter.prepare(config, shape, acf, adapter.make_inputs(shape, device, seed + 1 + key))
+        prepared.launch()
+        sync(device)
+        return prepared
+
+    arms[CONTROL_ID] = bind(0, adapter.default_config(), None)
+    for cand, acf in passed:
+        try:
+            arms[cand["candidate_id"]] = bind(cand["candidate_id"] + 1, cand["config"], acf)
+        except Exception as exc:  # noqa: BLE001 - recorded as this candidate's failure
+            errors[cand["candidate_id"]] = f"{type(exc).__name__}: {exc}"
+    samples: dict[Any, list[float]] = {k: [] for k in arms}
+    for _ in range(rounds):
+        order = list(arms)
+        rng.shuffle(order)
+        for key in order:
+            samples[key].append(timer(arms[key].launch, shared.method).median_ms)
+    return {"samples": {str(k): v for k, v in samples.items()}, "errors": {str(k): v for k, v in errors.items()},
+            "timing": shared.method, "buffers": "own" if own_buffers else "shared"}

@@ -4,8 +4,15 @@
   act in ptxas, so one PTX per (config, shape) serves every ACF: the static path runs ptxas on it per ACF.
 - :meth:`KernelAdapter.precompile` is the same compile with the candidate's ACF, run in the CPU pool of a GPU
   campaign so that the GPU worker's launch finds it in Triton's disk cache.
-- :meth:`KernelAdapter.prepare` (GPU only) compiles with the ACF through the normal launch path and returns
-  a zero-argument launch function, its inputs and the reference output for the correctness gate.
+- :meth:`KernelAdapter.make_inputs` makes one set of seeded input (and output) tensors for a shape, and
+  :meth:`KernelAdapter.prepare` (GPU only) compiles with the ACF through the normal launch path and returns a
+  zero-argument launch *bound to given inputs*.
+
+Why inputs are separate from the build: the same kernel timed on different buffers differs by up to 2.5 % on
+an H200 (buffer placement), more than an ACF gains. So the workers make one timing buffer set per shape and bind
+the baseline, the control and every candidate to it, while each candidate's correctness check gets its own fresh
+seeded set (:mod:`paretotune.execution.arms`). A spec without a ``reference`` is checked against the baseline
+build's output on those fresh inputs (``Prepared.reference`` is then None).
 """
 from __future__ import annotations
 
@@ -29,15 +36,19 @@ class KernelPTX:
     enable_fp_fusion: bool = True
 
 
+Inputs = dict[str, Any]  # named tensors (inputs and the outputs the kernel writes into), from make_inputs
+
+
 @dataclass
 class Prepared:
-    """A candidate ready to run on the GPU: ``launch()`` runs the kernel once and returns its output."""
+    """A candidate bound to one input set: ``launch()`` runs the kernel once on it and returns its output."""
 
     launch: Callable[[], Any]
-    reference: Callable[[], Any]  # computes the expected output from the same inputs
+    reference: Callable[[], Any] | None  # expected output from the same inputs; None: the baseline's output
     atol: float
     rtol: float
     kernel_name: str
+    inputs: Inputs  # the tensors launch() reads and writes (shared with every other arm of a timing set)
     output: Any = None  # the output tensor, if the kernel writes into one: poisoned with NaN before the check
 
 
@@ -59,9 +70,11 @@ class KernelAdapter(Protocol):
         """Compile with ``acf`` exactly as :meth:`prepare` will, without a GPU, so that the GPU worker finds the
         build in Triton's disk cache; returns the PTX (the same as :meth:`compile_ptx`: ACFs act in ptxas)."""
 
-    def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, device: str,
-                seed: int) -> Prepared:
-        """Build for the GPU with ``acf`` applied and make fresh random inputs (seeded, never zeros)."""
+    def make_inputs(self, shape: Shape, device: str, seed: int) -> Inputs:
+        """Fresh random inputs and output buffers for ``shape`` (seeded, never zeros)."""
+
+    def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, inputs: Inputs) -> Prepared:
+        """Build for the GPU with ``acf`` applied; the launch reads and writes ``inputs`` (from make_inputs)."""
 
 
 def validate_config(space: Mapping[str, list[Any]], config: Mapping[str, Any], where: str) -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from paretotune.kernels.base import KernelPTX, Prepared
+from paretotune.kernels.base import Inputs, KernelPTX, Prepared
 from paretotune.records import Shape
 from paretotune.toolchain.arch import TargetArch
 
@@ -55,7 +55,8 @@ class HelionKernel:
     ``fn`` is a module-level ``@helion.kernel(static_shapes=True)`` kernel (or the undecorated function,
     which gets wrapped that way; Helion rejects closures). ``inputs(shape, device, seed)`` makes the named
     tensors (random, never zeros; with ``device="meta"`` only shapes matter). ``args(inputs, shape)`` gives
-    the kernel's positional arguments. ``reference(inputs)`` is the expected value of what the kernel returns.
+    the kernel's positional arguments. ``reference(inputs)`` is the expected value of what the kernel returns
+    (optional: without it a candidate must match the default config's result on the same inputs).
     ``space`` holds ``helion.Config`` knobs (e.g. ``block_sizes: [[1], [2]]``, ``num_warps``,
     ``reduction_loops``); a candidate's config is passed as ``helion.Config(**config)``.
     """
@@ -63,9 +64,9 @@ class HelionKernel:
     fn: Any
     inputs: Callable[[Mapping[str, Any], str, int], dict[str, Any]]
     args: Callable[[dict[str, Any], Mapping[str, Any]], tuple[Any, ...]]
-    reference: Callable[[dict[str, Any]], Any]
     space: dict[str, list[Any]]
     default: dict[str, Any]
+    reference: Callable[[dict[str, Any]], Any] | None = None  # None: compare with the baseline build's output
     atol: float = 1e-2
     rtol: float = 1e-2
     shapes: dict[str, dict[str, Any]] = field(default_factory=dict)  # named example shapes
@@ -200,16 +201,22 @@ class HelionAdapter:
             raise ValueError(f"kernel {self.name}: the host function launched {names}, not {self.kernel_name}")
         return ptx_of(*ours[0])
 
-    def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, device: str,
-                seed: int) -> Prepared:
+    def make_inputs(self, shape: Shape, device: str, seed: int) -> Inputs:
+        return self.spec.inputs(shape.params, device, seed)
+
+    def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, inputs: Inputs) -> Prepared:
+        """Bind ``inputs`` and build ``config``. Helion's host function allocates its output on every call (the
+        caching allocator hands the same block back once the previous output is freed); only the inputs are
+        shared between arms."""
         helion_config = self.helion_config(config, acf)
-        inputs, args = self._inputs_and_args(shape, device, seed)
+        args = tuple(self.spec.args(inputs, shape.params))
         bound = self.kernel.bind(args)
         host = bound.compile_config(helion_config, allow_print=False)
         bound.set_config(helion_config)  # a plain ``kernel(*args)`` call uses this config too, never autotunes
+        reference = self.spec.reference
 
         def launch_once() -> Any:
             return host(*args)
 
-        return Prepared(launch=launch_once, reference=lambda: self.spec.reference(inputs), atol=self.spec.atol,
-                        rtol=self.spec.rtol, kernel_name=self.kernel_name)
+        return Prepared(launch=launch_once, reference=None if reference is None else lambda: reference(inputs),
+                        atol=self.spec.atol, rtol=self.spec.rtol, kernel_name=self.kernel_name, inputs=inputs)

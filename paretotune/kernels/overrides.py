@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from paretotune.kernels.base import KernelAdapter, KernelPTX, Prepared
+from paretotune.kernels.base import Inputs, KernelAdapter, KernelPTX, Prepared
 from paretotune.records import Shape
 from paretotune.toolchain.arch import TargetArch
 
@@ -37,6 +37,8 @@ class OverriddenAdapter:
     def precompile(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, target: TargetArch) -> KernelPTX:
         return self.inner.precompile(config, shape, acf, target)
 
-    def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, device: str,
-                seed: int) -> Prepared:
-        return self.inner.prepare(config, shape, acf, device, seed)
+    def make_inputs(self, shape: Shape, device: str, seed: int) -> Inputs:
+        return self.inner.make_inputs(shape, device, seed)
+
+    def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, inputs: Inputs) -> Prepared:
+        return self.inner.prepare(config, shape, acf, inputs)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from paretotune.kernels.base import KernelPTX, Prepared
+from paretotune.kernels.base import Inputs, KernelPTX, Prepared
 from paretotune.records import Shape
 from paretotune.toolchain.arch import TargetArch
 
@@ -24,7 +24,9 @@ class TritonKernel:
     ``inputs(shape, device, seed)`` makes the named input/output tensors (random, never zeros; with
     ``device="meta"`` only shapes matter). ``args(inputs, shape, config)`` maps every kernel parameter name
     to its value (constexpr knobs from ``config`` included). ``grid(shape, config)`` is the launch grid.
-    ``reference(inputs)`` is the expected output; ``output`` names the input entry the kernel writes.
+    ``reference(inputs)`` is the expected output (optional: without it a candidate must match the default
+    config's output on the same inputs, within ``atol``/``rtol``); ``output`` names the input entry the kernel
+    writes.
     Config keys in :data:`LAUNCH_OPTIONS` become launch options, the rest must be kernel parameters.
     """
 
@@ -32,10 +34,10 @@ class TritonKernel:
     inputs: Callable[[Mapping[str, Any], str, int], dict[str, Any]]
     args: Callable[[dict[str, Any], Mapping[str, Any], Mapping[str, Any]], dict[str, Any]]
     grid: Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[int, ...]]
-    reference: Callable[[dict[str, Any]], Any]
     output: str
     space: dict[str, list[Any]]
     default: dict[str, Any]
+    reference: Callable[[dict[str, Any]], Any] | None = None  # None: compare with the baseline build's output
     atol: float = 1e-2
     rtol: float = 1e-2
     shapes: dict[str, dict[str, Any]] = field(default_factory=dict)  # named example shapes
@@ -103,23 +105,25 @@ class TritonAdapter:
     def compile_ptx(self, config: Mapping[str, Any], shape: Shape, target: TargetArch) -> KernelPTX:
         return self.precompile(config, shape, None, target)
 
-    def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, device: str,
-                seed: int) -> Prepared:
+    def make_inputs(self, shape: Shape, device: str, seed: int) -> Inputs:
+        return self.spec.inputs(shape.params, device, seed)
+
+    def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, inputs: Inputs) -> Prepared:
         launch, _ = _split_config(config)
         if acf is not None:
             launch["ptx_options"] = f"--apply-controls {acf}"
-        inputs = self.spec.inputs(shape.params, device, seed)
         args = self._ordered_args(inputs, shape, config)
         grid = self.spec.grid(shape.params, config)
         fn = self.spec.fn
         out_name = self.spec.output
+        reference = self.spec.reference
 
         def launch_once() -> Any:
             fn[grid](*args, **launch)
             return inputs[out_name]
 
-        return Prepared(launch=launch_once, reference=lambda: self.spec.reference(inputs), atol=self.spec.atol,
-                        rtol=self.spec.rtol, kernel_name=fn.__name__,
+        return Prepared(launch=launch_once, reference=None if reference is None else lambda: reference(inputs),
+                        atol=self.spec.atol, rtol=self.spec.rtol, kernel_name=fn.__name__, inputs=inputs,
                         output=inputs[out_name])
 
     def precompile(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, target: TargetArch) -> KernelPTX:

@@ -58,7 +58,7 @@ def test_prepare_runs_and_matches_the_static_build(kernel: Bundled, with_acf: bo
     adapter = kernel.adapter()
     config, shape = adapter.default_config(), kernel.shape_record()
 
-    prepared = adapter.prepare(config, shape, acf, DEVICE, seed=0)
+    prepared = adapter.prepare(config, shape, acf, adapter.make_inputs(shape, DEVICE, 0))
     out = prepared.launch()
     torch.cuda.synchronize()
     expected = prepared.reference()

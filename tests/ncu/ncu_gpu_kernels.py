@@ -71,4 +71,4 @@ def make_helion_launch(params: dict[str, Any]) -> Callable[[], None]:
     adapter = HelionAdapter("helion_softmax", helion_softmax)
     config = {**adapter.default_config(), "block_sizes": [int(params["block"])], "num_warps": int(params["num_warps"])}
     shape = Shape(label="s", params={"M": int(params["rows"]), "N": int(params["cols"]), "dtype": "float16"})
-    return adapter.prepare(config, shape, None, params.get("device", "cuda"), seed=0).launch
+    return adapter.prepare(config, shape, None, adapter.make_inputs(shape, params.get("device", "cuda"), 0)).launch
