@@ -21,6 +21,7 @@ from typing import Any, Literal
 TimingMethod = Literal["events", "cudagraph"]
 TimingSetting = Literal["auto", "events", "cudagraph"]
 SHORT_KERNEL_MS = 0.05  # below this (a first events median), ``auto`` times with CUDA graphs
+GRAPH_REPLAYS = 10  # do_bench_cudagraph (triton 3.x) times this many replays of its graph
 
 
 @dataclass(frozen=True)
@@ -38,14 +39,16 @@ Timer = Callable[[Callable[[], Any], TimingMethod], Timing]
 
 def bench(fn: Callable[[], Any], warmup_ms: float, rep_ms: float, method: TimingMethod = "events") -> Timing:
     """Time ``fn``; all samples kept. ``events``: ``do_bench`` (events + L2 flush per sample). ``cudagraph``:
-    ``do_bench_cudagraph`` after ``warmup_ms`` of plain launches (each sample is one replay's mean launch)."""
+    ``do_bench_cudagraph`` after ``warmup_ms`` of plain launches; each of its :data:`GRAPH_REPLAYS` samples is
+    one replay's mean launch, and each replay lasts ``rep_ms / GRAPH_REPLAYS`` so that both methods spend about
+    ``rep_ms`` measuring."""
     from triton.testing import do_bench, do_bench_cudagraph
 
     if method == "events":
         samples = do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="all")
     elif method == "cudagraph":
         do_bench(fn, warmup=warmup_ms, rep=1)  # warm clocks and caches like the events path does
-        samples = do_bench_cudagraph(fn, rep=rep_ms, return_mode="all")
+        samples = do_bench_cudagraph(fn, rep=rep_ms / GRAPH_REPLAYS, return_mode="all")
     else:
         raise ValueError(f"unknown timing method {method!r} (expected 'events' or 'cudagraph')")
     return Timing(samples_ms=tuple(float(s) for s in samples))

@@ -179,6 +179,8 @@ def test_validate_times_baseline_control_and_candidates_on_the_same_buffers() ->
     assert len({launch["ptrs"] for launch in timed}) == 1
     checks = [c for c in adapter.checked("large") if c["acf"] is not None and c["x0"] != timed[0]["x0"]]
     assert len(checks) == 2  # each candidate once, on inputs of its own seed (cand 5 failed there)
+    first_timed = adapter.launches.index(timed[0])
+    assert all(adapter.launches.index(c) < first_timed for c in checks)  # checked before any arm is timed
 
 
 def test_validate_own_buffers_gives_each_arm_its_own_tensors() -> None:

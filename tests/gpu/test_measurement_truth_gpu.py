@@ -1,0 +1,141 @@
+"""Measurement truth on a real GPU: every arm of a shape is timed on the same CUDA tensors, correctness runs on
+other inputs first, a spec without a reference is checked against the baseline, short kernels are timed with
+CUDA graphs (Helion's host code included)."""
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Mapping
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from paretotune.campaign.schema import EvaluationSpec
+from paretotune.execution.arms import check_candidate, open_shape
+from paretotune.execution.gpu_worker import GpuJob, measure
+from paretotune.execution.timing import TimingMethod, bench, gpu_timer
+from paretotune.execution.validate_worker import validate_shape
+from paretotune.kernels.base import Inputs, Prepared
+from paretotune.kernels.triton import TritonAdapter
+from paretotune.records import Shape
+from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
+
+export_for_triton(find_ptxas())  # the ptxas campaigns use, before any launch compiles
+
+pytestmark = pytest.mark.gpu
+DEVICE = "cuda:0"
+
+
+class Recording:
+    """Wraps a real adapter; every launch records the data pointers of the tensors it is bound to."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name = inner, inner.name
+        self.launches: list[dict[str, Any]] = []
+        self.in_timer = False
+
+    def space(self) -> dict[str, list[Any]]:
+        return self.inner.space()
+
+    def default_config(self) -> dict[str, Any]:
+        return self.inner.default_config()
+
+    def make_inputs(self, shape: Shape, device: str, seed: int) -> Inputs:
+        return self.inner.make_inputs(shape, device, seed)
+
+    def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, inputs: Inputs) -> Prepared:
+        prepared = self.inner.prepare(config, shape, acf, inputs)
+        ptrs = tuple(sorted((k, v.data_ptr()) for k, v in inputs.items() if hasattr(v, "data_ptr")))
+        inner_launch = prepared.launch
+
+        def launch() -> Any:
+            self.launches.append({"config": dict(config), "acf": acf, "ptrs": ptrs, "timed": self.in_timer})
+            return inner_launch()
+
+        return dataclasses.replace(prepared, launch=launch)
+
+    def timer(self, warmup_ms: float, rep_ms: float) -> Any:
+        real = gpu_timer(warmup_ms, rep_ms)
+
+        def timed(fn: Any, method: TimingMethod) -> Any:
+            self.in_timer = True
+            try:
+                return real(fn, method)
+            finally:
+                self.in_timer = False
+
+        return timed
+
+
+def _softmax() -> TritonAdapter:
+    from paretotune.kernels.bundled.softmax import triton_softmax
+
+    return TritonAdapter("triton_softmax", triton_softmax)
+
+
+def _scale(reference: bool) -> TritonAdapter:
+    from tests.gpu.faulty_kernels import faulty_scale
+
+    return TritonAdapter("faulty_scale", faulty_scale if reference else dataclasses.replace(faulty_scale, reference=None))
+
+
+def test_search_arms_share_cuda_buffers() -> None:
+    adapter = Recording(_softmax())
+    shapes = [Shape("s", {"M": 1024, "N": 4096, "dtype": "float16"})]
+    spec = EvaluationSpec(warmup_ms=2, rep_ms=5)
+    baselines: dict[str, Any] = {}
+    configs = [{**adapter.default_config(), "num_warps": w} for w in (8, 16)]
+    for i, config in enumerate(configs):
+        result = measure(adapter, SimpleNamespace(shapes=shapes), GpuJob(i + 1, config, None, 1000 + i),
+                         baselines, spec, timer=adapter.timer(2, 5))
+        assert result["s"]["runtime_ms"] > 0 and result["s"]["timing"] in ("events", "cudagraph")
+    timed = [launch for launch in adapter.launches if launch["timed"]]
+    assert {launch["config"]["num_warps"] for launch in timed} == {adapter.default_config()["num_warps"], 8, 16}
+    assert len({launch["ptrs"] for launch in timed}) == 1
+
+
+def test_validate_arms_share_cuda_buffers_and_checks_do_not() -> None:
+    adapter = Recording(_scale(reference=True))
+    shape = Shape("n", {"N": 1 << 22})
+    cands = [{"candidate_id": 3, "config": {**adapter.default_config(), "num_warps": 8}, "acf_path": None},
+             {"candidate_id": 4, "config": {**adapter.default_config(), "BUG": 1}, "acf_path": None}]
+    result = validate_shape(adapter, shape, cands, rounds=3, seed=0, device=DEVICE, setting="auto",
+                            timer=adapter.timer(2, 5), rng=random.Random(0))
+    assert set(result["samples"]) == {"baseline", "-1", "3"} and "wrong answer" in result["errors"]["4"]
+    timed = [launch for launch in adapter.launches if launch["timed"]]
+    assert len({launch["ptrs"] for launch in timed}) == 1
+    first_timed = next(i for i, launch in enumerate(adapter.launches) if launch["timed"])
+    checked = [launch["config"] for launch in adapter.launches[:first_timed]]
+    assert cands[0]["config"] in checked and cands[1]["config"] in checked  # both checked before any timing
+
+
+def test_default_reference_is_the_baseline_output_on_cuda() -> None:
+    adapter = _scale(reference=False)
+    shape = Shape("n", {"N": 1 << 20})
+    good, wrong = adapter.default_config(), {**adapter.default_config(), "BUG": 1}
+    assert adapter.prepare(good, shape, None, adapter.make_inputs(shape, DEVICE, 0)).reference is None
+    assert check_candidate(adapter, {**good, "num_warps": 8}, shape, None, DEVICE, seed=7) is None
+    problem = check_candidate(adapter, wrong, shape, None, DEVICE, seed=7)
+    assert problem is not None and problem.startswith("wrong answer")
+
+
+def test_short_kernel_is_timed_with_cuda_graphs() -> None:
+    adapter = _scale(reference=True)
+    arms = open_shape(adapter, Shape("n", {"N": 1 << 16}), DEVICE, 0, "auto", gpu_timer(2, 5))
+    assert arms.method == "cudagraph"  # a 64k-element scale runs in a few microseconds
+    timing = bench(arms.baseline.launch, 2, 5, "cudagraph")
+    assert len(timing.samples_ms) >= 5 and 0 < timing.median_ms < 0.05
+
+
+def test_helion_launch_is_timed_under_cuda_graphs() -> None:
+    from paretotune.kernels.bundled.helion_rms_norm import helion_rms_norm
+    from paretotune.kernels.helion import HelionAdapter
+
+    adapter = HelionAdapter("helion_rms_norm", helion_rms_norm)
+    shape = Shape("llm", {"M": 2048, "N": 4096})
+    prepared = adapter.prepare(adapter.default_config(), shape, None, adapter.make_inputs(shape, DEVICE, 0))
+    graphs = bench(prepared.launch, 5, 20, "cudagraph")
+    events = bench(prepared.launch, 5, 20, "events")
+    assert 0 < graphs.median_ms and 0 < events.median_ms
