@@ -194,8 +194,8 @@ def main() -> int:
         cells = []
         for mode in MODES:
             s = entry["summary"][mode]
-            cells.append(f"{s['significant']:>2} / {s['ci_excludes_1']:>2} / {s['runs']:>2}, {100 * s['max_abs_dev']:.2f} %"
-                         if s["runs"] else "no runs")
+            cells.append(f"{s['significant']:>2} / {s['ci_excludes_1']:>2} / {s['runs']:>2}, "
+                         f"{100 * s['max_abs_dev']:.2f} %" if s["runs"] else "no runs")
         s = entry["summary"]["shared"] if entry["summary"]["shared"]["runs"] else entry["summary"]["own"]
         timing = ",".join(s.get("timing", [])) or "-"
         base = f"{s['baseline_median_us']:.1f}" if s.get("runs") else "-"

@@ -219,3 +219,36 @@ def test_forced_timing_method_skips_the_first_look() -> None:
     calls: list[TimingMethod] = []
     arms = open_shape(adapter, SHAPES[0], "cpu", 0, "cudagraph", fixed_timer(adapter, 5.0, calls))
     assert arms.method == "cudagraph" and calls == []
+
+
+@pytest.mark.parametrize("with_reference", [True, False])
+def test_real_adapters_bind_the_given_inputs_and_pass_a_missing_reference_on(with_reference: bool) -> None:
+    """TritonAdapter and HelionAdapter ``prepare`` on CPU tensors (building needs no GPU; launching would)."""
+    import dataclasses
+
+    from paretotune.kernels.bundled.softmax import triton_softmax
+    from paretotune.kernels.helion import HelionAdapter
+    from paretotune.kernels.triton import TritonAdapter
+    from tests.kernels.test_helion_adapter import plain_spec
+
+    triton_spec = triton_softmax if with_reference else dataclasses.replace(triton_softmax, reference=None)
+    triton_adapter = TritonAdapter("triton_softmax", triton_spec)
+    shape = Shape("s", {"M": 4, "N": 64, "dtype": "float32"})
+    inputs = triton_adapter.make_inputs(shape, "cpu", 3)
+    prepared = triton_adapter.prepare(triton_adapter.default_config(), shape, None, inputs)
+    assert prepared.inputs is inputs and prepared.output is inputs["y"]
+    if with_reference:
+        torch.testing.assert_close(prepared.reference(), torch.softmax(inputs["x"], dim=-1))
+    else:
+        assert prepared.reference is None
+
+    helion_spec = plain_spec if with_reference else dataclasses.replace(plain_spec, reference=None)
+    helion_adapter = HelionAdapter("plain_scale", helion_spec)
+    shape = Shape("n", {"N": 1024})
+    inputs = helion_adapter.make_inputs(shape, "cpu", 0)
+    prepared = helion_adapter.prepare(helion_adapter.default_config(), shape, None, inputs)
+    assert prepared.inputs is inputs
+    if with_reference:
+        torch.testing.assert_close(prepared.reference(), inputs["x"] * 2)
+    else:
+        assert prepared.reference is None

@@ -78,7 +78,8 @@ def _softmax() -> TritonAdapter:
 def _scale(reference: bool) -> TritonAdapter:
     from tests.gpu.faulty_kernels import faulty_scale
 
-    return TritonAdapter("faulty_scale", faulty_scale if reference else dataclasses.replace(faulty_scale, reference=None))
+    spec = faulty_scale if reference else dataclasses.replace(faulty_scale, reference=None)
+    return TritonAdapter("faulty_scale", spec)
 
 
 def test_search_arms_share_cuda_buffers() -> None:
