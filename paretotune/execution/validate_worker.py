@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from paretotune.execution.arms import check_candidate, open_shape, sync
-from paretotune.execution.timing import Timer, TimingSetting
+from paretotune.execution.timing import Timer, TimingSetting, gpu_timer
 from paretotune.kernels.base import KernelAdapter, Prepared
 from paretotune.records import Shape
 
@@ -35,7 +35,6 @@ def validate_in_process(campaign_path: str, campaign_text: str, ptxas_path: str,
     export_for_triton(Ptxas(path=Path(ptxas_path), version=ptxas_version))
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     from paretotune.campaign.load import campaign_from_text, make_adapter
-    from paretotune.execution.timing import gpu_timer
 
     campaign = campaign_from_text(campaign_text, Path(campaign_path))
     adapter = make_adapter(campaign)
