@@ -5,6 +5,7 @@ while the campaign completes and the good ones are measured.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,3 +53,6 @@ faulty_scale = TritonKernel(
     atol=1e-5,
     rtol=1e-5,
 )
+
+# The same kernel without a reference: a candidate is checked against the baseline build's output instead.
+faulty_scale_no_reference = dataclasses.replace(faulty_scale, reference=None)

@@ -140,3 +140,36 @@ def test_helion_launch_is_timed_under_cuda_graphs() -> None:
     graphs = bench(prepared.launch, 5, 20, "cudagraph")
     events = bench(prepared.launch, 5, 20, "events")
     assert 0 < graphs.median_ms and 0 < events.median_ms
+
+
+def test_campaign_without_reference_then_validate_records_the_timing_method(tmp_path: Path) -> None:
+    import json
+    import textwrap
+
+    import pandas as pd
+
+    from paretotune.cli import main as cli
+
+    here = Path(__file__).resolve().parent
+    cfg = tmp_path / "campaign.yaml"
+    cfg.write_text(textwrap.dedent(f"""
+        name: no-reference
+        kernel: {{source: "{here / 'faulty_kernels.py'}:faulty_scale_no_reference", space: {{BUG: [0, 1]}}}}
+        shapes: [{{name: n1m, N: 1048576}}]
+        objectives: [runtime]
+        acf: {{search_space: none}}
+        search: {{engine: grid, generations: 1, pool_size: 10}}
+        evaluation: {{workers: 2, warmup_ms: 2, rep_ms: 5}}
+    """))
+    run = tmp_path / "run"
+    assert cli(["run", str(cfg), "--out", str(run), "--quiet"]) == 0
+    df = pd.read_json(run / "results.jsonl", lines=True)
+    bug = df["config"].map(lambda c: json.loads(c)["BUG"])
+    assert (df.loc[bug == 0, "status"] == "ok").all()
+    wrong = df[bug == 1]
+    assert not wrong.empty and wrong["error"].str.contains("wrong answer").all()  # vs the baseline's output
+    timing = {json.loads(e)["n1m"]["timing"] for e in df.loc[df["status"] == "ok", "extra"]}
+    assert timing == {"cudagraph"}  # a 1M-element scale runs in a few microseconds
+    assert cli(["validate", str(run), "--top", "2", "--rounds", "6", "--rep-ms", "5"]) == 0
+    shape = json.loads((run / "validation.json").read_text())["samples"]["n1m"]
+    assert shape["timing"] == "cudagraph" and shape["buffers"] == "shared"
