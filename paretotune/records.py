@@ -30,6 +30,7 @@ class Candidate:
     acf: str | None = None  # sha256 of the ACF bytes; the file is <run>/acf/<acf>.acf
     is_baseline: bool = False
     engine_id: str | None = None  # the search engine's own id, for tell()
+    twin_of: int | None = None  # a no-ACF twin: the id of the ACF candidate it was added for
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ are evaluated again under the same ids. Before the first commit, only the baseli
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import math
 import time
@@ -28,8 +29,10 @@ from typing import Any, Protocol
 from paretotune.campaign.load import Campaign, make_adapter, make_objectives
 from paretotune.errors import UserError
 from paretotune.objectives.base import Objective
+from paretotune.pareto.attribution import TWIN_OF
 from paretotune.records import Candidate, TrialRecord
 from paretotune.search.base import Proposal, SearchEngine
+from paretotune.search.twins import twin_candidates
 from paretotune.store.checkpoint import Checkpointer
 from paretotune.store.run_dir import ObjectiveColumn, RunDir
 from paretotune.toolchain.acf import AcfStore
@@ -129,17 +132,22 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
         records = dict(batch.stored)
         todo = [c for c in batch.candidates if c.candidate_id not in records]
         if todo:
+            by_id = {c.candidate_id: c for c in todo}
             for rec in evaluate(todo):
-                if rec.candidate_id in records or rec.candidate_id not in {c.candidate_id for c in todo}:
+                if rec.candidate_id in records or rec.candidate_id not in by_id:
                     raise RuntimeError(f"evaluator returned an unexpected record for candidate {rec.candidate_id}")
+                twin_of = by_id[rec.candidate_id].twin_of
+                if twin_of is not None:
+                    rec = dataclasses.replace(rec, extra={**rec.extra, TWIN_OF: twin_of})
                 keep(rec)
                 records[rec.candidate_id] = rec
         lost = [c.candidate_id for c in batch.candidates if c.candidate_id not in records]
         if lost:
             raise RuntimeError(f"evaluator returned no record for candidate(s) {lost}")
-        if batch.tell:
-            engine.tell({c.engine_id: minimization_vector(records[c.candidate_id], columns)
-                         for c in batch.candidates if c.engine_id is not None})
+        scores = {c.engine_id: minimization_vector(records[c.candidate_id], columns)
+                  for c in batch.candidates if c.engine_id is not None}
+        if batch.tell and scores:  # twins have no engine id: the engine never proposed them
+            engine.tell(scores)
         state.evaluated += len(batch.candidates)
         commit(())
 
@@ -166,6 +174,11 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
             candidates = [_candidate(p, state, acfs, ptxas, campaign) for p in proposals]
             commit(candidates)
             finish(InFlight(candidates=tuple(candidates)))
+        twins = twin_candidates(run.results(), run.directions(), next_id=state.next_id, generation=state.generation)
+        if twins:  # attribution: the same configs without their ACFs (counted as evaluations, never told)
+            state.next_id += len(twins)
+            commit(twins)
+            finish(InFlight(candidates=tuple(twins), tell=False))
     finally:
         evaluator.close()
     return written

@@ -27,6 +27,7 @@ from paretotune.campaign.loop import InFlight, LoopState, make_engine, objective
 from paretotune.errors import ToolchainError, UserError
 from paretotune.records import TrialRecord
 from paretotune.search.base import SearchEngine
+from paretotune.search.twins import missing_twins
 from paretotune.store.checkpoint import LoopCheckpoint, read_checkpoint
 from paretotune.store.run_dir import META, RESULTS, RunDir
 from paretotune.toolchain.acf import AcfStore
@@ -153,10 +154,12 @@ class Resumption:
     campaign: Campaign
     point: ResumePoint
     engine: SearchEngine | None
+    twins_missing: bool = False  # the search ended but front candidates still lack their no-ACF twins
 
     @property
     def complete(self) -> bool:
-        return self.point.in_flight is None and self.point.state.evaluated >= self.campaign.spec.search.budget
+        return (self.point.in_flight is None and self.point.state.evaluated >= self.campaign.spec.search.budget
+                and not self.twins_missing)
 
 
 def prepare_resume(run: RunDir, ptxas: Any, *, expect: Campaign | None = None,
@@ -183,8 +186,9 @@ def prepare_resume(run: RunDir, ptxas: Any, *, expect: Campaign | None = None,
     baseline = next((r for r in point.records if r.is_baseline), None)
     if baseline is not None and baseline.status != "ok":
         raise UserError(f"{campaign.path}: the baseline (default config, no ACF) failed: {baseline.error}")
-    done = Resumption(campaign=campaign, point=point, engine=None)
+    twins_missing = bool(point.records) and bool(missing_twins(run.results(), run.directions()))
+    done = Resumption(campaign=campaign, point=point, engine=None, twins_missing=twins_missing)
     if point.checkpoint is None or done.complete:
         return done
     engine, point = restore_engine(campaign, adapter, len(columns), run, point)
-    return Resumption(campaign=campaign, point=point, engine=engine)
+    return Resumption(campaign=campaign, point=point, engine=engine, twins_missing=twins_missing)

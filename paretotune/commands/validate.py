@@ -1,8 +1,18 @@
-"""Re-measure the front (or chosen candidates) against the baseline and judge each with statistics."""
+"""Re-measure the front (or chosen candidates) against the baseline and judge each with statistics.
+
+Besides the verdicts it prints, per shape, the control's noise floor (or, when the control differs from the
+baseline, the one line that says why nothing is pinned), and each candidate's attribution: total vs the
+baseline, config-only (its config without ACF) and ACF-only (with vs without its ACF), plus the best no-ACF
+config the search recorded.
+"""
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
+from typing import Any
+
+import pandas as pd
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -18,12 +28,59 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from paretotune.execution.validation import run_validation
+    from paretotune.execution.validation import validate_run
 
-    table = run_validation(args.run_dir, candidates=args.candidates, top=args.top, rounds=args.rounds,
-                           rep_ms=args.rep_ms, warmup_ms=args.warmup_ms, alpha=args.alpha,
-                           min_effect=args.min_effect)
-    cols = ["shape", "candidate_id", "speedup", "ci_low", "ci_high", "cohens_d", "p_holm", "significant", "failed"]
-    print(table[[c for c in cols if c in table.columns]].to_string(index=False))
-    print(f"\nverdicts: {args.run_dir / 'validation.csv'}; artifacts: {args.run_dir / 'artifacts'}")
+    result = validate_run(args.run_dir, candidates=args.candidates, top=args.top, rounds=args.rounds,
+                          rep_ms=args.rep_ms, warmup_ms=args.warmup_ms, alpha=args.alpha,
+                          min_effect=args.min_effect)
+    print(render(result.verdicts, result.controls, result.best_no_acf))
+    if result.unreliable:
+        for shape, reason in result.unreliable.items():
+            print(f"UNRELIABLE {shape}: {reason}; no artifacts written")
+    print(f"\nverdicts: {args.run_dir / 'validation.csv'}; artifacts: "
+          + (f"{args.run_dir / 'artifacts'} ({len(result.artifacts)} files)" if result.artifacts else "none"))
     return 0
+
+
+def render(verdicts: pd.DataFrame, controls: dict[str, Any], best_no_acf: dict[str, dict[str, Any]]) -> str:
+    """The verdict table, then per shape the noise floor and the three-ratio attribution."""
+    cols = ["shape", "candidate_id", "role", "speedup", "ci_low", "ci_high", "cohens_d", "p_holm", "significant",
+            "failed"]
+    lines = [verdicts[[c for c in cols if c in verdicts.columns]].to_string(index=False)]
+    for shape, control in controls.items():
+        lines += ["", f"shape {shape}:"]
+        if control["reliable"]:
+            lines.append(f"  noise floor: control {control['speedup']:.4f}x, deviation {control['deviation']:.2%} "
+                         f"(CI {control['deviation_low']:.2%}..{control['floor']:.2%}); winners need CI low > "
+                         f"{1 + control['floor']:.4f}")
+        else:
+            lines.append(f"  unreliable: {control['reason']}")
+        rows = verdicts[(verdicts["shape"] == shape) & (verdicts["role"] == "candidate")]
+        for _, r in rows.iterrows():
+            lines.append("  " + attribution_line(r))
+        best = best_no_acf.get(shape)
+        if best:
+            config = " ".join(f"{k}={v}" for k, v in best["config"].items())
+            lines.append(f"  best no-ACF config in the search: candidate {best['candidate_id']} ({config}), "
+                         f"{best['column']} {_x(best['speedup'])} vs baseline (search record)")
+    return "\n".join(lines)
+
+
+def attribution_line(r: pd.Series) -> str:
+    """'cand 7: total 1.222x [..] p=.. = config-only 1.201x [..] p=.. x ACF-only 1.017x [..] p=..'."""
+    total = f"cand {int(r['candidate_id'])}: total {_ratio(r, 'speedup', 'ci_low', 'ci_high', 'p_holm')}"
+    if not math.isfinite(float(r.get("speedup", math.nan))):
+        return f"cand {int(r['candidate_id'])}: not measured ({r.get('failed', '')})"
+    if not math.isfinite(float(r.get("twin_id", math.nan))):
+        return total + "; no ACF share (no ACF, or its twin was not measured)"
+    return (total + f" = config-only {_ratio(r, 'config_speedup', 'config_ci_low', 'config_ci_high', 'config_p_holm')}"
+            f" (twin {int(r['twin_id'])}) x ACF-only {_ratio(r, 'acf_speedup', 'acf_ci_low', 'acf_ci_high', 'acf_p_holm')}")
+
+
+def _ratio(r: pd.Series, point: str, low: str, high: str, p: str) -> str:
+    return f"{_x(r[point])} [{_x(r[low])}, {_x(r[high])}] p={float(r[p]):.2g}"
+
+
+def _x(value: Any) -> str:
+    value = float(value)
+    return f"{value:.3f}x" if math.isfinite(value) else "n/a"

@@ -1,13 +1,23 @@
-"""Validation of a run's winners: choose candidates, re-measure in a fresh process, judge, write artifacts."""
+"""Validation of a run's winners: choose candidates, re-measure in a fresh process, judge, write artifacts.
+
+Every chosen candidate with an ACF is measured beside its no-ACF twin (the same config, compiler defaults),
+so each shape reports three ratios: total (candidate vs baseline), config-only (twin vs baseline) and
+ACF-only (candidate vs twin). The baseline-vs-baseline control gates each shape two-sided
+(:func:`paretotune.pareto.stats.judge_control`): a shape whose control differs is unreliable, its verdicts
+are void and no artifact is written; a reliable control's noise floor raises the winners' CI bar.
+"""
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing
 import shutil
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from paretotune.errors import UserError
@@ -29,9 +39,63 @@ def choose_candidates(run: RunDir, top: int) -> list[int]:
     return ids[:top]
 
 
+FIRST_TWIN_ARM = -2  # twin arms with no search record are numbered -2, -3, ... (-1 is the control)
+ATTRIBUTION_COLUMNS = ["twin_id", "config_speedup", "config_ci_low", "config_ci_high", "config_p_holm",
+                       "acf_speedup", "acf_ci_low", "acf_ci_high", "acf_p_holm"]
+
+
+@dataclass(frozen=True)
+class Validation:
+    """What one ``paretotune validate`` found: the verdict table and what gates and explains it."""
+
+    verdicts: pd.DataFrame
+    controls: dict[str, Any]  # shape -> ControlCheck as a dict
+    best_no_acf: dict[str, dict[str, Any]]  # shape -> best no-ACF record of the search
+    artifacts: list[Path] = field(default_factory=list)
+
+    @property
+    def unreliable(self) -> dict[str, str]:
+        """shape -> the one-line reason its control failed."""
+        return {s: c["reason"] for s, c in self.controls.items() if not c["reliable"]}
+
+
+def twin_arms(chosen: list[dict[str, Any]], results: pd.DataFrame, default_config: dict[str, Any]
+              ) -> tuple[list[dict[str, Any]], dict[int, int]]:
+    """The extra no-ACF arms to measure, and candidate id -> the arm id of its twin.
+
+    A twin of the default config is the control arm (the same build); a twin the search recorded keeps that
+    record's id; any other is numbered from :data:`FIRST_TWIN_ARM` down.
+    """
+    from paretotune.pareto.attribution import config_key, twin_ids
+
+    recorded = twin_ids(results)
+    chosen_keys = {c["candidate_id"] for c in chosen}
+    arms: list[dict[str, Any]] = []
+    arm_of_config: dict[str, int] = {config_key(default_config): CONTROL_ID}
+    twin_of: dict[int, int] = {}
+    for cand in chosen:
+        if not cand["acf_path"]:
+            continue
+        key = config_key(cand["config"])
+        if key not in arm_of_config:
+            arm_id = recorded.get(key, FIRST_TWIN_ARM - len(arms))
+            arm_of_config[key] = arm_id
+            if arm_id not in chosen_keys:  # a chosen no-ACF candidate is measured already
+                arms.append({"candidate_id": arm_id, "config": cand["config"], "acf_path": None})
+        twin_of[cand["candidate_id"]] = arm_of_config[key]
+    return arms, twin_of
+
+
 def run_validation(run_dir: Path, *, candidates: list[int] | None, top: int, rounds: int, rep_ms: float,
                    warmup_ms: float, alpha: float, min_effect: float) -> pd.DataFrame:
-    from paretotune.pareto.stats import Thresholds, validate_front
+    """The verdict table (see :func:`validate_run` for the whole result)."""
+    return validate_run(run_dir, candidates=candidates, top=top, rounds=rounds, rep_ms=rep_ms,
+                        warmup_ms=warmup_ms, alpha=alpha, min_effect=min_effect).verdicts
+
+
+def validate_run(run_dir: Path, *, candidates: list[int] | None, top: int, rounds: int, rep_ms: float,
+                 warmup_ms: float, alpha: float, min_effect: float) -> Validation:
+    from paretotune.pareto.attribution import best_without_acf
     from paretotune.toolchain.ptxas import find_ptxas
 
     run = RunDir(run_dir)
@@ -45,34 +109,94 @@ def run_validation(run_dir: Path, *, candidates: list[int] | None, top: int, rou
     rows = results.set_index("candidate_id").loc[ids]
     chosen = [{"candidate_id": int(cid), "config": json.loads(r["config"]),
                "acf_path": str(run.acf_path(r["acf"])) if r["acf"] else None} for cid, r in rows.iterrows()]
+    base = results[results["is_baseline"].astype(bool)]
+    default_config = json.loads(base.iloc[0]["config"]) if len(base) else {}
+    extra_arms, twin_of = twin_arms(chosen, results, default_config)
     ptxas = find_ptxas()
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(1, mp_context=ctx) as pool:  # a fresh process: no state from the search
         measured = pool.submit(validate_in_process, meta["campaign_path"], run.campaign_text(), str(ptxas.path),
-                               ptxas.version, chosen, rounds, warmup_ms, rep_ms, int(meta.get("seed", 0))).result()
-    thresholds = Thresholds(alpha=alpha, min_effect=min_effect)
-    tables = []
-    for shape, data in measured.items():
-        samples = data["samples"]
-        arms = {int(k): v for k, v in samples.items() if k != "baseline"}
-        table = validate_front(samples["baseline"], arms, direction="min", thresholds=thresholds)
-        table.insert(0, "shape", shape)
-        table["role"] = ["control" if c == CONTROL_ID else "candidate" for c in table["candidate_id"]]
-        for cid, err in data["errors"].items():
-            table.loc[len(table)] = {"shape": shape, "candidate_id": int(cid), "significant": False,
-                                     "failed": f"re-check failed: {err}", "role": "candidate"}
-        tables.append(table)
-    verdicts = pd.concat(tables, ignore_index=True)
+                               ptxas.version, chosen + extra_arms, rounds, warmup_ms, rep_ms,
+                               int(meta.get("seed", 0))).result()
+    twin_ids = {a["candidate_id"] for a in extra_arms}
+    verdicts, controls = judge_measured(measured, twin_of, twin_ids, alpha=alpha, min_effect=min_effect)
+    best = best_without_acf(results, run.objective_columns())
     verdicts.to_csv(run.path / "validation.csv", index=False)
     (run.path / "validation.json").write_text(json.dumps({
         "rounds": rounds, "rep_ms": rep_ms, "warmup_ms": warmup_ms, "alpha": alpha, "min_effect": min_effect,
-        "samples": measured}, indent=1, default=str))
-    write_artifacts(run, verdicts, chosen)
-    return verdicts
+        "controls": controls, "twin_of": {str(k): v for k, v in twin_of.items()}, "best_no_acf": best,
+        "verdicts": json.loads(verdicts.to_json(orient="records")), "samples": measured}, indent=1, default=str))
+    result = Validation(verdicts=verdicts, controls=controls, best_no_acf=best)
+    if result.unreliable:  # a control that differs voids every verdict: pin nothing
+        return result
+    return Validation(verdicts=verdicts, controls=controls, best_no_acf=best,
+                      artifacts=write_artifacts(run, verdicts, chosen))
+
+
+def judge_measured(measured: dict[str, Any], twin_of: dict[int, int], twin_ids: set[int], *, alpha: float,
+                   min_effect: float) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Per shape: gate on the control, judge every arm against the baseline (Holm over the shape's arms,
+    the noise floor added to the CI bar), and attribute each ACF candidate's speedup against its twin."""
+    from paretotune.pareto.stats import Thresholds, compare, holm, judge_control, validate_front
+
+    tables, controls = [], {}
+    for shape, data in measured.items():
+        samples = data["samples"]
+        arms = {int(k): v for k, v in samples.items() if k != "baseline"}
+        control = judge_control(samples["baseline"], arms[CONTROL_ID],
+                                thresholds=Thresholds(alpha=alpha, min_effect=min_effect))
+        controls[shape] = asdict(control)
+        floor = control.floor if control.reliable and math.isfinite(control.floor) else 0.0
+        thresholds = Thresholds(alpha=alpha, min_effect=min_effect, noise_floor=floor)
+        table = validate_front(samples["baseline"], arms, direction="min", thresholds=thresholds)
+        table.insert(0, "shape", shape)
+        table["role"] = ["control" if c == CONTROL_ID else "twin" if c in twin_ids else "candidate"
+                         for c in table["candidate_id"]]
+        is_control = table["role"] == "control"
+        # the control row: "significant" means flagged (it differs from the baseline, either way)
+        table.loc[is_control, "significant"] = not control.reliable
+        table.loc[is_control, "failed"] = control.reason
+        table["reliable"] = control.reliable
+        table["noise_floor"] = floor if control.reliable else np.nan
+        if not control.reliable:
+            table.loc[~is_control, "significant"] = False
+            table.loc[~is_control, "failed"] = "unreliable: the control differs from the baseline"
+        _attribute(table, samples, twin_of, thresholds, compare, holm)
+        for cid, err in data["errors"].items():
+            table.loc[len(table)] = {"shape": shape, "candidate_id": int(cid), "significant": False,
+                                     "failed": f"re-check failed: {err}",
+                                     "role": "twin" if int(cid) in twin_ids else "candidate",
+                                     "reliable": control.reliable}
+        tables.append(table)
+    return pd.concat(tables, ignore_index=True), controls
+
+
+def _attribute(table: pd.DataFrame, samples: dict[str, Any], twin_of: dict[int, int], thresholds: Any,
+               compare: Any, holm: Any) -> None:
+    """Fill the config-only and ACF-only columns of each candidate whose twin was measured (in place)."""
+    for name in ATTRIBUTION_COLUMNS:
+        table[name] = np.nan
+    by_id = table.set_index("candidate_id")
+    rows, raw = [], []
+    for i, cid in zip(table.index, table["candidate_id"]):
+        twin = twin_of.get(int(cid))
+        if table.at[i, "role"] != "candidate" or twin is None or str(twin) not in samples or twin not in by_id.index:
+            continue
+        verdict = compare(samples[str(twin)], samples[str(int(cid))], direction="min", thresholds=thresholds)
+        t = by_id.loc[twin]
+        table.loc[i, ATTRIBUTION_COLUMNS[:5]] = [twin, t["speedup"], t["ci_low"], t["ci_high"], t["p_holm"]]
+        table.loc[i, ["acf_speedup", "acf_ci_low", "acf_ci_high"]] = [verdict.speedup, verdict.ci_low,
+                                                                      verdict.ci_high]
+        rows.append(i)
+        raw.append(verdict.p_value)
+    if rows:
+        table.loc[rows, "acf_p_holm"] = holm(raw)
 
 
 def winners(verdicts: pd.DataFrame) -> list[int]:
-    """Candidates judged significant on every shape."""
+    """Candidates judged significant on every shape (never on a shape whose control was unreliable)."""
+    if "reliable" in verdicts and not verdicts["reliable"].fillna(False).astype(bool).all():
+        return []
     cands = verdicts[verdicts["role"] == "candidate"]
     ok = cands.groupby("candidate_id")["significant"].all()
     return [int(c) for c in ok[ok].index]
@@ -89,23 +213,39 @@ def write_artifacts(run: RunDir, verdicts: pd.DataFrame, chosen: list[dict[str, 
     written = []
     for cid in winners(verdicts):
         cand = by_id[cid]
-        speedups = verdicts[(verdicts["candidate_id"] == cid)].set_index("shape")["speedup"].to_dict()
+        mine = verdicts[(verdicts["candidate_id"] == cid)].set_index("shape")
+        speedups = mine["speedup"].to_dict()
+        acf_shares = mine["acf_speedup"].to_dict() if "acf_speedup" in mine else {}
         acf_name = None
         if cand["acf_path"]:
             acf_name = f"cand{cid}_{Path(cand['acf_path']).stem[:12]}.acf"
             shutil.copyfile(cand["acf_path"], out_dir / acf_name)
             written.append(out_dir / acf_name)
         snippet = out_dir / f"cand{cid}_pin.py"
-        snippet.write_text(pin_snippet(campaign.spec.kernel.source, cand["config"], acf_name, speedups))
+        snippet.write_text(pin_snippet(campaign.spec.kernel.source, cand["config"], acf_name, speedups,
+                                       acf_shares))
         written.append(snippet)
     return written
 
 
-def pin_snippet(source: str, config: dict[str, Any], acf_name: str | None, speedups: dict[str, float]) -> str:
+def acf_share_text(shares: dict[str, float], has_acf: bool) -> str:
+    """'ACF: +1.7 % over the same config without it' (per shape when several), or why there is no share."""
+    if not has_acf:
+        return "ACF: none (compiler defaults), so no ACF share"
+    known = {s: v for s, v in shares.items() if isinstance(v, float) and math.isfinite(v)}
+    if not known:
+        return "ACF: share not measured (no twin arm)"
+    parts = [f"{(v - 1) * 100:+.1f} %" + (f" ({s})" if len(known) > 1 else "") for s, v in known.items()]
+    return "ACF: " + ", ".join(parts) + " over the same config without it"
+
+
+def pin_snippet(source: str, config: dict[str, Any], acf_name: str | None, speedups: dict[str, float],
+                acf_shares: dict[str, float] | None = None) -> str:
     """Python that reproduces the winner: a helion.Config or Triton launch options with the ACF pinned."""
     gains = ", ".join(f"{s}: {v:.3f}x" for s, v in speedups.items())
     acf_line = f'ACF = str(Path(__file__).with_name("{acf_name}"))' if acf_name else 'ACF = ""  # compiler defaults'
     header = (f"# Pinned by paretotune: validated speedup vs the default build ({gains}).\n"
+              f"# {acf_share_text(acf_shares or {}, acf_name is not None)}.\n"
               f"# Kernel spec: {source}. The ACF needs ptxas 13.3: set TRITON_PTXAS_PATH (and\n"
               f"# TRITON_PTXAS_BLACKWELL_PATH) to it before importing triton.\n"
               f"from pathlib import Path\n\n{acf_line}\n")

@@ -5,6 +5,12 @@ between ACF candidates. A candidate is called faster only when all three agree -
 under noise (p), large relative to the spread (d), and the speedup's confidence interval clears 1.0 --
 and, when a whole front is validated at once, p is Holm-corrected for the number of candidates.
 
+The baseline-vs-baseline control guards the rest (:func:`judge_control`): it is tested two-sided, and a
+control that differs in either direction means the arms are not timed alike, so no verdict of that shape can
+be trusted. A control that passes still measures how far two identical arms land apart: that noise floor is
+a threshold too (:attr:`Thresholds.noise_floor`). :func:`attribute` splits a speedup into the config's share
+and the ACF's share.
+
 Every function takes two samples of one objective (repeated timings of the baseline and of a candidate).
 ``direction`` says which way is better; speedup and d are oriented so that > 1 and > 0 mean "better":
 speedup is ``mean(baseline) / mean(candidate)`` for "min" (runtime) and the inverse for "max".
@@ -25,11 +31,16 @@ from paretotune.records import Direction
 
 @dataclass(frozen=True)
 class Thresholds:
-    """What "significant" means; the defaults are the issue's: p < 0.01, d > 0.5, CI low > 1."""
+    """What "significant" means; the defaults are the issue's: p < 0.01, d > 0.5, CI low > 1 + noise floor.
+
+    ``noise_floor`` is the run's measured control deviation (:attr:`ControlCheck.floor`): a winner's CI low
+    must clear ``min_speedup_low + noise_floor``.
+    """
 
     alpha: float = 0.01
     min_effect: float = 0.5
     min_speedup_low: float = 1.0
+    noise_floor: float = 0.0
     confidence: float = 0.95
     n_resamples: int = 2000
     seed: int = 0
@@ -41,6 +52,8 @@ class Thresholds:
             raise ValueError(f"confidence: must be in (0, 1), got {self.confidence}")
         if self.n_resamples < 100:
             raise ValueError(f"n_resamples: must be at least 100, got {self.n_resamples}")
+        if not (self.noise_floor >= 0 and np.isfinite(self.noise_floor)):
+            raise ValueError(f"noise_floor: must be finite and >= 0, got {self.noise_floor}")
 
 
 @dataclass(frozen=True)
@@ -176,10 +189,81 @@ def _judge(baseline: Sequence[float], candidate: Sequence[float], p: float, dire
         failed.append(f"p={p:.3g} not < {thresholds.alpha}")
     if not d > thresholds.min_effect:
         failed.append(f"d={d:.3g} not > {thresholds.min_effect}")
-    if not low > thresholds.min_speedup_low:
-        failed.append(f"speedup CI low={low:.4g} not > {thresholds.min_speedup_low}")
+    need = thresholds.min_speedup_low + thresholds.noise_floor
+    if not low > need:
+        floor = f" (1 + noise floor {thresholds.noise_floor:.4g})" if thresholds.noise_floor else ""
+        failed.append(f"speedup CI low={low:.4g} not > {need:.4g}{floor}")
     return Verdict(significant=not failed, p_value=p, cohens_d=d, speedup=speedup, ci_low=low, ci_high=high,
                    n_baseline=len(baseline), n_candidate=len(candidate), failed=tuple(failed))
+
+
+@dataclass(frozen=True)
+class ControlCheck:
+    """The baseline-vs-baseline control of one shape, judged two-sided, and the noise floor it measures.
+
+    Rule: the control is *unreliable* when Welch's two-sided p < alpha (raw, not Holm-adjusted: a gate errs
+    towards stopping) or when its bootstrap CI at confidence 1 - alpha excludes 1, in either direction; both
+    tests then run at the same level. The noise floor is the largest deviation from 1 that the control's CI
+    allows, ``max(|1 - ci_low|, |1 - ci_high|)``; ``deviation`` is the point ``|1 - speedup|``, and its CI is
+    ``[0, floor]`` when the CI holds 1 (otherwise the CI's distances to 1, sorted).
+    """
+
+    reliable: bool
+    speedup: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    deviation: float
+    deviation_low: float
+    floor: float
+    reason: str  # one line; empty when reliable
+
+
+def judge_control(baseline: Sequence[float], control: Sequence[float], *,
+                  thresholds: Thresholds | None = None) -> ControlCheck:
+    """Is the control (the baseline timed again as if it were a candidate) indistinguishable from the baseline?"""
+    thresholds = Thresholds() if thresholds is None else thresholds
+    _, p = welch_t(baseline, control)
+    speedup, low, high = speedup_ci(baseline, control, confidence=1 - thresholds.alpha,
+                                    n_resamples=thresholds.n_resamples, seed=thresholds.seed)
+    problems = []
+    if p < thresholds.alpha:
+        problems.append(f"p={p:.2g} < {thresholds.alpha}")
+    if np.isfinite(low) and (low > 1 or high < 1):
+        problems.append(f"{1 - thresholds.alpha:.0%} CI [{low:.4f}, {high:.4f}] excludes 1")
+    if not (np.isfinite(low) and np.isfinite(high)):
+        problems.append("no bootstrap CI")
+    distances = sorted((abs(1 - low), abs(1 - high)))
+    holds_one = bool(low <= 1 <= high)
+    reason = ""
+    if problems:
+        side = "faster" if speedup > 1 else "slower"
+        reason = (f"the baseline-vs-baseline control came out {speedup:.4f}x ({side}; " + ", ".join(problems)
+                  + "): the arms are not timed alike, so no verdict of this shape is reliable")
+    return ControlCheck(reliable=not problems, speedup=speedup, ci_low=low, ci_high=high, p_value=p,
+                        deviation=abs(1 - speedup), deviation_low=0.0 if holds_one else distances[0],
+                        floor=float(distances[1]) if np.isfinite(distances[1]) else float("nan"), reason=reason)
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """One candidate's speedup split in two: total = config-only x ACF-only (ratios of means, exactly)."""
+
+    total: Verdict  # candidate vs baseline
+    config_only: Verdict  # the same config without ACF (the twin) vs baseline
+    acf_only: Verdict  # candidate vs its twin: what the ACF adds on top of its own config
+
+
+def attribute(baseline: Sequence[float], twin: Sequence[float], candidate: Sequence[float], *,
+              thresholds: Thresholds | None = None, direction: Direction = "min") -> Attribution:
+    """Total, config-only and ACF-only verdicts of a candidate, from timings of three arms of one shape.
+
+    Each is a plain :func:`compare` (raw p); callers Holm-adjust across candidates where they judge a family.
+    """
+    thresholds = Thresholds() if thresholds is None else thresholds
+    return Attribution(total=compare(baseline, candidate, direction=direction, thresholds=thresholds),
+                       config_only=compare(baseline, twin, direction=direction, thresholds=thresholds),
+                       acf_only=compare(twin, candidate, direction=direction, thresholds=thresholds))
 
 
 def _sample(values: Sequence[float], name: str) -> np.ndarray:

@@ -29,20 +29,29 @@ def point_key(config: dict[str, Any], acf: str | None) -> Key:
 
 
 def check_records(run_dir: Path, budget: int) -> list[TrialRecord]:
-    """Ids 0..budget each exactly once, one baseline, no (config, ACF) point evaluated twice, nothing pending."""
+    """Ids 0..budget each exactly once, then the no-ACF twins (extra["twin_of"]) numbered on from there, one
+    baseline, no (config, ACF) point evaluated twice, every ACF config on front 0 also measured without its
+    ACF, nothing pending, and every evaluation (twins too) counted."""
     run = RunDir(run_dir)
     records = run.records()
     ids = [r.candidate_id for r in records]
     dupes = sorted(i for i, n in Counter(ids).items() if n > 1)
     assert not dupes, f"candidates stored more than once: {dupes}"
-    assert sorted(ids) == list(range(budget + 1)), f"ids are not 0..{budget}: missing " \
-        f"{sorted(set(range(budget + 1)) - set(ids))}, extra {sorted(set(ids) - set(range(budget + 1)))}"
+    twins = sorted(r.candidate_id for r in records if "twin_of" in r.extra)
+    assert twins == list(range(budget + 1, budget + 1 + len(twins))), f"twin ids {twins} do not follow {budget}"
+    assert sorted(set(ids) - set(twins)) == list(range(budget + 1)), f"ids are not 0..{budget}: missing " \
+        f"{sorted(set(range(budget + 1)) - set(ids))}, extra {sorted(set(ids) - set(twins) - set(range(budget + 1)))}"
+    no_acf = {json.dumps(r.config, sort_keys=True) for r in records if r.acf is None}
+    front = rank_fronts(run.results(), run.directions()).front(0)
+    lacking = [int(c) for c, a, cfg in zip(front["candidate_id"], front["acf"], front["config"], strict=True)
+               if a and json.dumps(json.loads(cfg), sort_keys=True) not in no_acf]
+    assert not lacking, f"front candidates {lacking} have no no-ACF twin"
     assert [r.candidate_id for r in records if r.is_baseline] == [0]
     points = Counter(point_key(r.config, r.acf) for r in records if not r.is_baseline)
     repeated = [k for k, n in points.items() if n > 1]
     assert not repeated, f"points evaluated twice: {repeated}"
     cp = read_checkpoint(run_dir)
-    assert cp is not None and cp.pending == () and cp.evaluated == budget, cp
+    assert cp is not None and cp.pending == () and cp.evaluated == budget + len(twins), cp
     return records
 
 
@@ -55,7 +64,9 @@ def check_engine_ledger(run_dir: Path, records: list[TrialRecord], space: dict[s
     """
     run = RunDir(run_dir)
     columns = run.objective_columns()
-    stored = {point_key(r.config, r.acf): minimization_vector(r, columns) for r in records if not r.is_baseline}
+    # twins are measured after the search ends, for attribution: the engine never proposed them
+    stored = {point_key(r.config, r.acf): minimization_vector(r, columns) for r in records
+              if not r.is_baseline and "twin_of" not in r.extra}
     cp = read_checkpoint(run_dir)
     assert cp is not None and cp.engine_file, cp
     envelope = json.loads((run_dir / cp.engine_file).read_text())
