@@ -4,6 +4,11 @@ The table lists front 0 in ranking order (crowding distance, extremes first). Ea
 and its plain ratio to the baseline (``value / baseline``: 0.87x runtime is 13% faster, 1.5x occupancy is
 50% more). ``--json`` prints the same data as one JSON document; non-finite numbers (a front extreme's
 infinite crowding, a missing ratio) become null.
+
+The ``acf_share`` column says what a front candidate's ACF adds over the same config without it (its no-ACF
+twin, which the search measures), as a speedup (> 1: the ACF helped; geometric mean over shapes) on the first
+objective where that ratio is defined, named in the cell. A row without an ACF shows "no ACF"; one whose
+twin is not recorded shows "no twin". ``--json`` gives the share on every objective column.
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from paretotune.pareto import hypervolume, rank_fronts, select_all_shapes, shapes_of
+from paretotune.pareto.attribution import acf_shares, geomean, has_acf
 from paretotune.pareto.table import baseline_row
 from paretotune.store import ObjectiveColumn, RunDir
 
@@ -36,6 +42,7 @@ class FrontReport:
     hypervolume: float | None
     all_shapes: pd.DataFrame | None  # None for a single-shape campaign or without a baseline
     constant: tuple[str, ...] = ()  # objective columns equal for every ranked candidate: left out of hypervolume
+    acf_shares: tuple[dict[str, float] | None, ...] = ()  # per front row: {column: share vs its twin} or None
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -62,17 +69,41 @@ def build_report(path: Path) -> FrontReport:
     # as the HTML report does, and say so
     constant = tuple(c for c in directions if len(ranked) > 1 and ranked[c].nunique() <= 1)
     hv_directions = {c: d for c, d in directions.items() if c not in constant} or directions
+    front = ranking.front(0)
     return FrontReport(
         run_dir=path,
         columns=columns,
         n_evaluated=len(results),
-        front=ranking.front(0),
+        front=front,
         excluded=ranking.excluded,
         baseline=baseline,
         hypervolume=None if baseline is None else hypervolume(results, hv_directions),
         all_shapes=select_all_shapes(results, columns) if several_shapes and baseline is not None else None,
         constant=constant if len(constant) < len(directions) else (),
+        acf_shares=tuple(acf_shares(results, front, directions)) if len(front) else (),
     )
+
+
+def primary_share(report: FrontReport, i: int) -> tuple[str, float] | None:
+    """Row i's ACF share on the first objective where it is defined (geometric mean over shapes), with that
+    objective's name; None without a twin or where no objective defines it (e.g. 0 spills against 0)."""
+    shares = report.acf_shares[i] if i < len(report.acf_shares) else None
+    if shares is None:
+        return None
+    for objective in dict.fromkeys(c.objective for c in report.columns):
+        values = [shares[c.column] for c in report.columns if c.objective == objective]
+        if values and all(math.isfinite(v) for v in values):
+            return objective, geomean(values)
+    return None
+
+
+def share_text(report: FrontReport, i: int, row: pd.Series) -> str:
+    if not has_acf(row):
+        return "no ACF"
+    if i >= len(report.acf_shares) or report.acf_shares[i] is None:
+        return "no twin"
+    share = primary_share(report, i)
+    return "undefined" if share is None else f"{share[1]:.3f}x {share[0]}"
 
 
 # -- JSON ---------------------------------------------------------------------------------------------------
@@ -91,6 +122,8 @@ def render_json(report: FrontReport) -> str:
             {"rank": i, "candidate_id": int(row["candidate_id"]), "acf": _acf(row.get("acf")),
              "config": _config(row.get("config")), "is_baseline": bool(row.get("is_baseline", False)),
              "crowding": _num(row["crowding"]),
+             "acf_share": None if report.acf_shares[i - 1] is None else
+             {c: _num(v) for c, v in report.acf_shares[i - 1].items()},
              "values": {c.column: {"value": _num(row[c.column]), "ratio": _num(_ratio(report, row, c))}
                         for c in report.columns}}
             for i, (_, row) in enumerate(report.front.iterrows(), start=1)
@@ -148,7 +181,8 @@ def render_text(report: FrontReport) -> str:
     if report.front.empty:
         lines.append("no candidate evaluated successfully yet")
     else:
-        headers = ["rank", "id", "acf"] + [c.column for c in report.columns] + ["config"]
+        headers = (["rank", "id", "acf"] + [c.column for c in report.columns]
+                   + ["acf_share", "config"])
         rows = []
         for i, (_, row) in enumerate(report.front.iterrows(), start=1):
             cid = f"{int(row['candidate_id'])}" + (" (baseline)" if bool(row.get("is_baseline", False)) else "")
@@ -156,7 +190,7 @@ def render_text(report: FrontReport) -> str:
             for c in report.columns:
                 ratio = _ratio(report, row, c)
                 cells.append(f"{float(row[c.column]):.4g}" + ("" if math.isnan(ratio) else f" ({ratio:.3f}x)"))
-            rows.append(cells + [_config_text(row.get("config"))])
+            rows.append(cells + [share_text(report, i - 1, row), _config_text(row.get("config"))])
         lines.append(_table(headers, rows))
     if report.all_shapes is not None:
         objective = report.columns[0].objective

@@ -13,6 +13,7 @@ import math
 import multiprocessing
 import shutil
 from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,7 +79,7 @@ def twin_arms(chosen: list[dict[str, Any]], results: pd.DataFrame, default_confi
             continue
         key = config_key(cand["config"])
         if key not in arm_of_config:
-            arm_id = recorded.get(key, FIRST_TWIN_ARM - len(arms))
+            arm_id = recorded.get(key, FIRST_TWIN_ARM - sum(a["candidate_id"] < 0 for a in arms))
             arm_of_config[key] = arm_id
             if arm_id not in chosen_keys:  # a chosen no-ACF candidate is measured already
                 arms.append({"candidate_id": arm_id, "config": cand["config"], "acf_path": None})
@@ -93,13 +94,29 @@ def run_validation(run_dir: Path, *, candidates: list[int] | None, top: int, rou
                         warmup_ms=warmup_ms, alpha=alpha, min_effect=min_effect).verdicts
 
 
-def validate_run(run_dir: Path, *, candidates: list[int] | None, top: int, rounds: int, rep_ms: float,
-                 warmup_ms: float, alpha: float, min_effect: float) -> Validation:
-    from paretotune.pareto.attribution import best_without_acf
+Measure = Callable[[RunDir, list[dict[str, Any]], int, float, float], dict[str, Any]]
+
+
+def measure_in_fresh_process(run: RunDir, arms: list[dict[str, Any]], rounds: int, warmup_ms: float,
+                             rep_ms: float) -> dict[str, Any]:
+    """{shape: {"samples": {arm: [ms, ...]}, "errors": {...}}} from a spawned process: no state from the search."""
     from paretotune.toolchain.ptxas import find_ptxas
 
-    run = RunDir(run_dir)
     meta = run.meta()
+    ptxas = find_ptxas()
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=ctx) as pool:
+        return pool.submit(validate_in_process, meta["campaign_path"], run.campaign_text(), str(ptxas.path),
+                           ptxas.version, arms, rounds, warmup_ms, rep_ms, int(meta.get("seed", 0))).result()
+
+
+def validate_run(run_dir: Path, *, candidates: list[int] | None, top: int, rounds: int, rep_ms: float,
+                 warmup_ms: float, alpha: float, min_effect: float,
+                 measure: Measure = measure_in_fresh_process) -> Validation:
+    """Choose, measure (``measure``: the GPU, in a fresh process), gate, judge, attribute, write the files."""
+    from paretotune.pareto.attribution import best_without_acf
+
+    run = RunDir(run_dir)
     results = run.results()
     ids = candidates if candidates is not None else choose_candidates(run, top)
     known = set(results["candidate_id"].astype(int))
@@ -112,12 +129,7 @@ def validate_run(run_dir: Path, *, candidates: list[int] | None, top: int, round
     base = results[results["is_baseline"].astype(bool)]
     default_config = json.loads(base.iloc[0]["config"]) if len(base) else {}
     extra_arms, twin_of = twin_arms(chosen, results, default_config)
-    ptxas = find_ptxas()
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(1, mp_context=ctx) as pool:  # a fresh process: no state from the search
-        measured = pool.submit(validate_in_process, meta["campaign_path"], run.campaign_text(), str(ptxas.path),
-                               ptxas.version, chosen + extra_arms, rounds, warmup_ms, rep_ms,
-                               int(meta.get("seed", 0))).result()
+    measured = measure(run, chosen + extra_arms, rounds, warmup_ms, rep_ms)
     twin_ids = {a["candidate_id"] for a in extra_arms}
     verdicts, controls = judge_measured(measured, twin_of, twin_ids, alpha=alpha, min_effect=min_effect)
     best = best_without_acf(results, run.objective_columns())

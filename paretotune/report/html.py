@@ -13,6 +13,8 @@ import math
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
+import pandas as pd
+
 from paretotune.report.data import ReportData
 from paretotune.report.figures import figures
 
@@ -192,12 +194,14 @@ def _validation(data: ReportData, plots: dict[str, str]) -> str:
                                                            "on a GPU to re-measure the front against the baseline")])
     parts = []
     if (table["verdict"] == "control flagged").any():
-        parts.append('<p class="verdict-control-flagged">The control (baseline against itself) came out '
-                     "significant: the machine was too noisy for these verdicts to be trusted.</p>")
+        parts.append('<p class="verdict-control-flagged">The control (baseline against itself) differed from the '
+                     "baseline (two-sided): the arms were not timed alike, so these verdicts are not to be "
+                     "trusted and no artifact was written.</p>")
     if "validation" in plots:
         parts.append(plots["validation"])
+    parts += _attribution(table)
     wanted = ["shape", "candidate_id", "role", "n", "speedup", "ci_low", "ci_high", "cohens_d", "p_value",
-              "p_holm", "verdict", "failed"]
+              "p_holm", "noise_floor", "verdict", "failed"]
     columns = [c for c in wanted if c in table.columns]
     rows = []
     for _, r in table.iterrows():
@@ -216,6 +220,32 @@ def _validation(data: ReportData, plots: dict[str, str]) -> str:
     headers = ["reasons" if c == "failed" else c for c in columns]  # why not significant, or the error
     parts.append(_table(headers, rows, text_columns={"shape", "role", "verdict", "reasons"}))
     return _section("validation", "Validation", parts)
+
+
+def _attribution(table: pd.DataFrame) -> list[str]:
+    """Per shape and candidate: total = config-only x ACF-only, each with its CI and p (validation.csv)."""
+    if "acf_speedup" not in table.columns:
+        return []
+    cands = table[table["role"].astype(str) == "candidate"]
+    if cands.empty:
+        return []
+
+    def ratio(r: pd.Series, point: str, low: str, high: str, p: str) -> str:
+        if _nan(r[point]):
+            return "-"
+        return f"{_times(r[point])} [{_times(r[low])}, {_times(r[high])}] p={_fmt(r[p])}"
+
+    rows = []
+    for _, r in cands.iterrows():
+        share = ratio(r, "acf_speedup", "acf_ci_low", "acf_ci_high", "acf_p_holm")
+        rows.append([_e(r["shape"]), str(int(r["candidate_id"])), ratio(r, "speedup", "ci_low", "ci_high", "p_holm"),
+                     ratio(r, "config_speedup", "config_ci_low", "config_ci_high", "config_p_holm"),
+                     "-" if _nan(r["twin_id"]) else str(int(r["twin_id"])),
+                     share if share != "-" else "no ACF share (no ACF, or no twin measured)"])
+    note = _note("Attribution: total (candidate vs baseline) = config-only (the same config without ACF vs "
+                 "baseline) x ACF-only (candidate vs that twin). Speedups, > 1 better; p Holm-adjusted.")
+    return [note, _table(["shape", "id", "total", "config-only", "twin", "ACF-only"], rows,
+                         text_columns={"shape", "total", "config-only", "ACF-only"})]
 
 
 def _failures(data: ReportData) -> str:
