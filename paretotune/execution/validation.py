@@ -132,6 +132,8 @@ def validate_run(run_dir: Path, *, candidates: list[int] | None, top: int, round
     measured = measure(run, chosen + extra_arms, rounds, warmup_ms, rep_ms)
     twin_ids = {a["candidate_id"] for a in extra_arms}
     verdicts, controls = judge_measured(measured, twin_of, twin_ids, alpha=alpha, min_effect=min_effect)
+    acf_of = {c["candidate_id"]: Path(c["acf_path"]).stem if c["acf_path"] else "" for c in chosen}
+    verdicts["acf"] = [acf_of.get(int(c), "") for c in verdicts["candidate_id"]]  # "": compiler defaults
     best = best_without_acf(results, run.objective_columns())
     verdicts.to_csv(run.path / "validation.csv", index=False)
     (run.path / "validation.json").write_text(json.dumps({

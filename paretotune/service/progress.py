@@ -75,7 +75,10 @@ def _num(value: Any) -> float | None:
 def _progress(run: Path, budget: int) -> dict[str, Any]:
     columns = _columns(run)
     table = read_results(run) if (run / RESULTS).exists() else None
-    evaluated = 0 if table is None else len(table)
+    # the budget counts the search and the baseline; no-ACF twins (extra.twin_of) come after it, counted apart
+    twins = 0 if table is None or "extra" not in table else int(table["extra"].astype(str).str.contains(
+        '"twin_of"', regex=False).sum())
+    evaluated = 0 if table is None else len(table) - twins
     failures = 0 if table is None or "status" not in table else int((table["status"] != "ok").sum())
     best: dict[str, Any] = {}
     if table is not None and evaluated and "status" in table:
@@ -88,7 +91,7 @@ def _progress(run: Path, budget: int) -> dict[str, Any]:
             idx = values.idxmin() if col["direction"] == "min" else values.idxmax()
             best[name] = {"value": _num(values[idx]), "candidate_id": int(ok.loc[idx, "candidate_id"]),
                           "direction": col["direction"]}
-    return {"evaluated": evaluated, "budget": budget, "failures": failures,
+    return {"evaluated": evaluated, "twins": twins, "budget": budget, "failures": failures,
             "fraction": min(1.0, evaluated / budget) if budget else 0.0, "best": best}
 
 

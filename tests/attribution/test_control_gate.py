@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -105,3 +106,17 @@ def test_twin_arms_reuse_the_control_and_recorded_twins() -> None:
     assert twin_of == {1: CONTROL_ID, 2: 5, 3: -2, 4: -2}
     assert [(a["candidate_id"], a["config"], a["acf_path"]) for a in arms] == \
         [(5, {"num_warps": 16}, None), (-2, {"num_warps": 32}, None)]
+
+
+def test_validate_prints_no_share_for_a_candidate_without_an_acf() -> None:
+    from paretotune.commands.validate import render
+
+    table, controls = judge_measured(measured(0.30), {7: -2}, {-2}, alpha=0.01, min_effect=0.5)
+    table["acf"] = [{7: "ab12"}.get(int(c), "") for c in table["candidate_id"]]
+    text = render(table, controls, {"wide": {"candidate_id": 5, "config": {"num_warps": 16}, "column": "runtime",
+                                             "value": 0.25, "speedup": 1.2}})
+    assert re.search(r"cand 9: total 1\.03\dx .*; no ACF share \(it has no ACF\)", text), text
+    line = next(s for s in text.splitlines() if "cand 7:" in s)
+    assert "config-only 1.2" in line and "(twin -2) x ACF-only 1.02" in line
+    assert "1.000x" not in line.split("ACF-only")[1]
+    assert "best no-ACF config in the search: candidate 5 (num_warps=16), runtime 1.200x" in text

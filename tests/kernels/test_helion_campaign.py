@@ -39,7 +39,9 @@ def test_static_helion_campaign_end_to_end(ptxas: Ptxas, tmp_path: Path) -> None
     run = start_run(campaign, tmp_path / "run", ptxas, seed=0)
     records = run_campaign(campaign, run, ptxas)
 
-    assert len(records) == 1 + 10  # the baseline plus one generation
+    twins = [r for r in records if "twin_of" in r.extra]  # front 0's ACF configs measured without their ACF
+    assert len(records) == 1 + 10 + len(twins)  # the baseline plus one generation, then the twins
+    assert all(r.acf is None for r in twins)
     baseline = records[0]
     assert baseline.is_baseline and baseline.acf is None and baseline.status == "ok"
     assert baseline.config == helion_softmax.default
