@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from paretotune.pareto import hypervolume, rank_fronts, select_all_shapes, shapes_of
-from paretotune.pareto.attribution import acf_shares, geomean, has_acf
+from paretotune.pareto.attribution import acf_shares, share_label
 from paretotune.pareto.table import baseline_row
 from paretotune.store import ObjectiveColumn, RunDir
 
@@ -84,26 +84,9 @@ def build_report(path: Path) -> FrontReport:
     )
 
 
-def primary_share(report: FrontReport, i: int) -> tuple[str, float] | None:
-    """Row i's ACF share on the first objective where it is defined (geometric mean over shapes), with that
-    objective's name; None without a twin or where no objective defines it (e.g. 0 spills against 0)."""
-    shares = report.acf_shares[i] if i < len(report.acf_shares) else None
-    if shares is None:
-        return None
-    for objective in dict.fromkeys(c.objective for c in report.columns):
-        values = [shares[c.column] for c in report.columns if c.objective == objective]
-        if values and all(math.isfinite(v) for v in values):
-            return objective, geomean(values)
-    return None
-
-
 def share_text(report: FrontReport, i: int, row: pd.Series) -> str:
-    if not has_acf(row):
-        return "no ACF"
-    if i >= len(report.acf_shares) or report.acf_shares[i] is None:
-        return "no twin"
-    share = primary_share(report, i)
-    return "undefined" if share is None else f"{share[1]:.3f}x {share[0]}"
+    shares = report.acf_shares[i] if i < len(report.acf_shares) else None
+    return share_label(row, shares, report.columns)
 
 
 # -- JSON ---------------------------------------------------------------------------------------------------

@@ -74,8 +74,9 @@ def attribution_line(r: pd.Series) -> str:
     if not math.isfinite(float(r.get("twin_id", math.nan))):
         why = "it has no ACF" if not isinstance(r.get("acf"), str) or not r.get("acf") else "no twin measured"
         return total + f"; no ACF share ({why})"
-    return (total + f" = config-only {_ratio(r, 'config_speedup', 'config_ci_low', 'config_ci_high', 'config_p_holm')}"
-            f" (twin {int(r['twin_id'])}) x ACF-only {_ratio(r, 'acf_speedup', 'acf_ci_low', 'acf_ci_high', 'acf_p_holm')}")
+    config = _ratio(r, "config_speedup", "config_ci_low", "config_ci_high", "config_p_holm")
+    acf = _ratio(r, "acf_speedup", "acf_ci_low", "acf_ci_high", "acf_p_holm")
+    return f"{total} = config-only {config} (twin {int(r['twin_id'])}) x ACF-only {acf}"
 
 
 def _ratio(r: pd.Series, point: str, low: str, high: str, p: str) -> str:

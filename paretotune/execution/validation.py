@@ -151,7 +151,7 @@ def judge_measured(measured: dict[str, Any], twin_of: dict[int, int], twin_ids: 
                    min_effect: float) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Per shape: gate on the control, judge every arm against the baseline (Holm over the shape's arms,
     the noise floor added to the CI bar), and attribute each ACF candidate's speedup against its twin."""
-    from paretotune.pareto.stats import Thresholds, compare, holm, judge_control, validate_front
+    from paretotune.pareto.stats import Thresholds, judge_control, validate_front
 
     tables, controls = [], {}
     for shape, data in measured.items():
@@ -175,7 +175,7 @@ def judge_measured(measured: dict[str, Any], twin_of: dict[int, int], twin_ids: 
         if not control.reliable:
             table.loc[~is_control, "significant"] = False
             table.loc[~is_control, "failed"] = "unreliable: the control differs from the baseline"
-        _attribute(table, samples, twin_of, thresholds, compare, holm)
+        _attribute(table, samples, twin_of, thresholds)
         for cid, err in data["errors"].items():
             table.loc[len(table)] = {"shape": shape, "candidate_id": int(cid), "significant": False,
                                      "failed": f"re-check failed: {err}",
@@ -185,9 +185,13 @@ def judge_measured(measured: dict[str, Any], twin_of: dict[int, int], twin_ids: 
     return pd.concat(tables, ignore_index=True), controls
 
 
-def _attribute(table: pd.DataFrame, samples: dict[str, Any], twin_of: dict[int, int], thresholds: Any,
-               compare: Any, holm: Any) -> None:
-    """Fill the config-only and ACF-only columns of each candidate whose twin was measured (in place)."""
+def _attribute(table: pd.DataFrame, samples: dict[str, Any], twin_of: dict[int, int], thresholds: Any) -> None:
+    """Fill the config-only and ACF-only columns of each candidate whose twin was measured (in place).
+
+    Config-only is the twin's own row (judged against the baseline with the shape's other arms); ACF-only is
+    a Welch test of candidate against twin, Holm-adjusted over the shape's candidates."""
+    from paretotune.pareto.stats import compare, holm
+
     for name in ATTRIBUTION_COLUMNS:
         table[name] = np.nan
     by_id = table.set_index("candidate_id")

@@ -82,6 +82,28 @@ def geomean(values: Sequence[float]) -> float:
     return float(np.exp(np.log(vals).mean())) if vals.size else math.nan
 
 
+def primary_share(shares: Mapping[str, float] | None, columns: Sequence[Any]) -> tuple[str, float] | None:
+    """(objective, ACF share) on the first objective whose share is defined on every shape (geometric mean
+    over shapes); None without a twin or where no objective defines it (e.g. 0 spills against 0)."""
+    if shares is None:
+        return None
+    for objective in dict.fromkeys(c.objective for c in columns):
+        values = [shares[c.column] for c in columns if c.objective == objective]
+        if values and all(math.isfinite(v) for v in values):
+            return objective, geomean(values)
+    return None
+
+
+def share_label(row: Mapping[str, Any], shares: Mapping[str, float] | None, columns: Sequence[Any]) -> str:
+    """'1.033x registers', or why there is none: 'no ACF', 'no twin', 'undefined'."""
+    if not has_acf(row):
+        return "no ACF"
+    if shares is None:
+        return "no twin"
+    primary = primary_share(shares, columns)
+    return "undefined" if primary is None else f"{primary[1]:.3f}x {primary[0]}"
+
+
 def best_without_acf(results: pd.DataFrame, columns: Sequence[Any]) -> dict[str, dict[str, Any]]:
     """Per shape: the best successful no-ACF record by that shape's first objective, with its ratio to the
     baseline as a speedup (> 1 better). ``columns`` are ObjectiveColumn-like (column, direction, shape)."""

@@ -239,7 +239,7 @@ def build_report_data(*, run_dir: str, meta: dict[str, Any], columns: list[Objec
     return ReportData(
         summary=summary, columns=list(columns), baseline=baseline, pairs=pairs, pairs_omitted=omitted,
         values=values, shapes=shapes_chart, parallel=parallel, progress=progress,
-        front=_front_table(ranking.front(0), columns, baseline), all_shapes=all_shapes,
+        front=_front_table(ranking.front(0), columns, baseline, results), all_shapes=all_shapes,
         validation=None if validation is None else with_verdicts(validation),
         failures=_failures(ranking.excluded), notes=notes,
     )
@@ -352,8 +352,11 @@ def _progress(results: pd.DataFrame, ranked: pd.DataFrame, directions: dict[str,
 
 
 def _front_table(front: pd.DataFrame, columns: list[ObjectiveColumn],
-                 baseline: dict[str, float] | None) -> pd.DataFrame:
-    """Front 0 in ranking order, each objective with its plain ratio ``value / baseline`` (as 'front' shows)."""
+                 baseline: dict[str, float] | None, results: pd.DataFrame) -> pd.DataFrame:
+    """Front 0 in ranking order, each objective with its plain ratio ``value / baseline`` (as 'front' shows),
+    and the ACF share against the candidate's no-ACF twin (``acf share``, as 'front' shows it)."""
+    from paretotune.pareto.attribution import acf_shares, share_label
+
     table = pd.DataFrame({"rank": np.arange(1, len(front) + 1),
                           "candidate_id": front["candidate_id"].astype(int).to_numpy(),
                           "is_baseline": front["is_baseline"].to_numpy(dtype=bool),
@@ -365,6 +368,8 @@ def _front_table(front: pd.DataFrame, columns: list[ObjectiveColumn],
         base = np.nan if baseline is None or baseline[c.column] == 0 else baseline[c.column]
         table[f"{c.column} ratio"] = values / base
     table["crowding"] = front["crowding"].astype(float).to_numpy()
+    shares = acf_shares(results, front, {c.column: c.direction for c in columns}) if len(front) else []
+    table["acf share"] = [share_label(row, s, columns) for (_, row), s in zip(front.iterrows(), shares, strict=True)]
     table["config"] = front["config"].to_numpy()
     return table
 

@@ -169,7 +169,7 @@ def _front(data: ReportData) -> str:
     headers = ["rank", "id", "gen", "acf"]
     for c in data.columns:
         headers += [c.column, "ratio"]
-    headers += ["crowding", "config"]
+    headers += ["crowding", "acf share", "config"]
     rows, classes = [], []
     for _, r in front.iterrows():
         cells = [str(int(r["rank"])), f"{int(r['candidate_id'])}{' (baseline)' if r['is_baseline'] else ''}",
@@ -177,14 +177,16 @@ def _front(data: ReportData) -> str:
         for c in data.columns:
             ratio = r[f"{c.column} ratio"]
             cells += [_fmt(r[c.column]), "-" if _nan(ratio) else f"{float(ratio):.3f}x"]
-        cells += [_fmt(r["crowding"]), _config(r["config"])]
+        cells += [_fmt(r["crowding"]), _e(r.get("acf share", "")), _config(r["config"])]
         rows.append(cells)
         classes.append("baseline" if r["is_baseline"] else "")
     intro = _note("Front 0 in ranking order (crowding distance, extremes first). Ratio is value / baseline "
-                  "(0.87x runtime is 13% faster; 1.5x occupancy is 50% more). ACF files: "
+                  "(0.87x runtime is 13% faster; 1.5x occupancy is 50% more). ACF share: the same config "
+                  "without its ACF over the candidate, as a speedup (> 1: the ACF helped). ACF files: "
                   "<run>/acf/<sha>.acf.")
     return _section("front", f"Pareto front ({len(front)})",
-                    [intro, _table(headers, rows, text_columns={"acf", "config"}, row_classes=classes)])
+                    [intro, _table(headers, rows, text_columns={"acf", "acf share", "config"},
+                           row_classes=classes)])
 
 
 def _validation(data: ReportData, plots: dict[str, str]) -> str:

@@ -90,7 +90,9 @@ def test_validate_attributes_and_pins_the_share(twin_run: Path, tmp_path: Path) 
     import shutil
 
     copy = Path(shutil.copytree(twin_run, tmp_path / "run"))
-    result = validate_run(copy, candidates=None, top=3, rounds=30, rep_ms=50, warmup_ms=10, alpha=0.01,
+    # the ACF candidates the twins were added for (front 0 may hold only a twin that beat them all)
+    partners = sorted({r.extra["twin_of"] for r in RunDir(copy).records() if "twin_of" in r.extra})[:3]
+    result = validate_run(copy, candidates=partners, top=3, rounds=30, rep_ms=50, warmup_ms=10, alpha=0.01,
                           min_effect=0.5, measure=synthetic(0.300))
     assert not result.unreliable
     table = pd.read_csv(copy / "validation.csv")
@@ -107,6 +109,10 @@ def test_validate_attributes_and_pins_the_share(twin_run: Path, tmp_path: Path) 
     assert re.search(r"# ACF: \+2\.\d % over the same config without it", pins[0].read_text())
     page = render_html(load_report_data(copy))
     assert "Attribution" in page and "config-only" in page
+    front = load_report_data(copy).front
+    with_acf = front[front["acf"].astype(bool)]
+    assert with_acf["acf share"].str.fullmatch(r"\d\.\d{3}x \w+").all(), with_acf["acf share"]
+    assert (front.loc[~front["acf"].astype(bool), "acf share"] == "no ACF").all()
 
 
 def test_an_unreliable_control_writes_no_artifacts(twin_run: Path, tmp_path: Path) -> None:
