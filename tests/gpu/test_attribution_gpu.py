@@ -36,7 +36,9 @@ def test_runtime_campaign_validate_reports_three_ratios(tmp_path: Path, capsys: 
     assert cli(["front", str(run)]) == 0
     assert "acf_share" in capsys.readouterr().out
 
-    assert cli(["validate", str(run), "--top", "3", "--rounds", "12", "--rep-ms", "10"]) == 0
+    fastest = front_acf.sort_values("runtime")["candidate_id"].head(2)  # ACF candidates, whatever front 0 holds
+    assert cli(["validate", str(run), "--candidates", ",".join(str(int(c)) for c in fastest), "--rounds", "12",
+                "--rep-ms", "10"]) == 0
     printed = capsys.readouterr().out
     verdicts = pd.read_csv(run / "validation.csv")
     control = verdicts[verdicts["role"] == "control"].iloc[0]
