@@ -8,8 +8,9 @@ was measured by hand. This script reproduces it with the product only, the way a
    - ``occupancy-softmax``: configs/occupancy_softmax.yaml as bundled (runtime + ncu occupancy + L1TEX);
    - ``layer-norm-runtime``: the bundled Triton layer norm (configs/static_triton_layer_norm.yaml's kernel and
      shape) with a runtime objective;
-2. ``paretotune validate`` (each chosen candidate beside its twin, the control gating the shape);
-3. ``paretotune front`` and ``paretotune report``.
+2. ``paretotune front``, then ``paretotune validate --candidates`` with front 0's first ``--top``/2 and the
+   fastest ACF candidates, ``--top`` in all (each beside its no-ACF twin, the control gating the shape);
+3. ``paretotune report``.
 
 Everything each command printed goes to OUT/<campaign>/{run,validate,front,report}.{out,err}; the run
 directories stay under OUT/<campaign>/run. ``OUT/summary.json`` holds the command line, date, commit, GPU,
@@ -99,6 +100,22 @@ def step(name: str, argv: list[str], folder: Path, budget: Budget, cap_s: float)
     return record
 
 
+def choose(run_dir: Path, top: int) -> list[int]:
+    """Front 0 (what ``validate`` picks by itself), then the fastest ACF candidates, ``top`` in all: a
+    single-objective front is one point, perhaps a no-ACF twin, and the table needs ACF candidates."""
+    import pandas as pd
+
+    front = json.loads(subprocess.run([sys.executable, "-m", "paretotune.cli", "front", str(run_dir), "--json"],
+                                      capture_output=True, text=True, cwd=REPO, timeout=60, check=True).stdout)
+    ids = [r["candidate_id"] for r in front["front"] if not r["is_baseline"]][: max(1, top // 2)]
+    df = pd.read_json(run_dir / "results.jsonl", lines=True)
+    runtime = next((c for c in df.columns if str(c).startswith("runtime")), None)
+    if runtime is not None:
+        acf = df[(df["status"] == "ok") & (df["acf"] != "")].sort_values(runtime)
+        ids += [int(c) for c in acf["candidate_id"] if int(c) not in ids]
+    return ids[:top]
+
+
 def attribution_rows(run_dir: Path) -> list[dict[str, Any]]:
     """Candidate rows of validation.csv with the three ratios, and the shape's control verdict."""
     import pandas as pd
@@ -169,10 +186,12 @@ def main() -> int:
             result["steps"].append(step("run", [*cli, "run", str(config), "--out", str(run_dir), "--quiet"],
                                         folder, budget, cap_s=150))
             if (run_dir / "results.jsonl").is_file():
-                result["steps"].append(step("validate", [*cli, "validate", str(run_dir), "--rounds",
-                                                         str(args.rounds), "--top", str(args.top)],
-                                            folder, budget, cap_s=120))
                 result["steps"].append(step("front", [*cli, "front", str(run_dir)], folder, budget, cap_s=30))
+                chosen = choose(run_dir, args.top)
+                result["validated"] = chosen
+                result["steps"].append(step("validate", [*cli, "validate", str(run_dir), "--rounds",
+                                                         str(args.rounds), "--candidates",
+                                                         ",".join(map(str, chosen))], folder, budget, cap_s=120))
                 result["steps"].append(step("report", [*cli, "report", str(run_dir)], folder, budget, cap_s=60))
             result["attribution"] = attribution_rows(run_dir)
         except Exception as exc:  # noqa: BLE001 - one campaign's failure is recorded; the next still runs
