@@ -14,6 +14,9 @@ A crash anywhere leaves a resumable run (:mod:`paretotune.campaign.resume`): the
 commit that have a stored record are told from that record, not evaluated again (records are appended before
 ``tell``, so a crash between the two leaves stored records the engine still holds as pending), and the others
 are evaluated again under the same ids. Before the first commit, only the baseline can be stored.
+
+After the budget, the no-ACF twins of front 0's ACF configs (:mod:`paretotune.search.twins`) go through the
+same two commit points as one more batch, never told to the engine; a resume adds only the missing ones.
 """
 from __future__ import annotations
 
