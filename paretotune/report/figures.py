@@ -203,7 +203,8 @@ def validation_figure(data: ReportData) -> Any:
     table = data.validation.copy()
     table["speedup"] = pd.to_numeric(table["speedup"], errors="coerce")
     table = table.loc[np.isfinite(table["speedup"].to_numpy(dtype=float))]
-    table["label"] = [("control" if role == "control" else f"#{int(cid)}") + f" @{shape}"
+    table["label"] = [("control" if role == "control" else f"#{int(cid)}" + (" no-ACF twin" if role == "twin" else ""))
+                      + f" @{shape}"
                       for cid, role, shape in zip(table["candidate_id"], table["role"],
                                                   table.get("shape", pd.Series("", index=table.index)), strict=True)]
     fig = g.Figure()
