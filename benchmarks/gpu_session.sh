@@ -52,6 +52,7 @@ for step in "$@"; do
         --rep-ms 100 --workers 12 --timeout 120 2>&1 | tail -30 ;;
   esac
 done
-if [ -d "$OUTDIR/runs" ] && [ -n "$(ls -A "$OUTDIR/runs")" ]; then (cd "$OUTDIR" && tar czf runs.tgz runs); fi
-rm -rf "$OUTDIR/runs"
+# only 8 files come back from a device call: everything but the top-level logs goes into one archive
+(cd "$OUTDIR" && find . -mindepth 1 -maxdepth 1 ! -name '*.log' ! -name 'session.tgz' -print0 | xargs -0 -r tar czf session.tgz \
+  && find . -mindepth 1 -maxdepth 1 ! -name '*.log' ! -name 'session.tgz' -exec rm -rf {} +)
 log done
