@@ -16,15 +16,16 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util
+import stat
 import sys
 import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
+from paretotune.campaign.safe_yaml import load_bounded
 from paretotune.campaign.schema import CampaignSpec
 from paretotune.errors import ToolchainError, UserError
 from paretotune.kernels.base import KernelAdapter, validate_config
@@ -66,44 +67,15 @@ def _loc(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def _duplicate_key(text: str) -> tuple[int, str, str] | None:
-    """(line, mapping path, key) of the first key given twice; safe_load would silently keep the last."""
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return None  # safe_load reports it
-    stack: list[tuple[Any, str]] = [(root, "")]
-    while stack:
-        node, where = stack.pop()
-        if isinstance(node, yaml.MappingNode):
-            seen: set[str] = set()
-            for key, value in node.value:
-                name = str(key.value)
-                if name in seen:
-                    return key.start_mark.line + 1, where, name
-                seen.add(name)
-                stack.append((value, f"{where}.{name}" if where else name))
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend((item, f"{where}[{i}]") for i, item in enumerate(node.value))
-    return None
-
-
-def parse_text(text: str, where: str) -> CampaignSpec:
-    """YAML text → CampaignSpec (``yaml.safe_load`` only); the message names the file and the field."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise UserError(f"{where}{line}: not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
+def parse_campaign_text(text: str, source: str) -> CampaignSpec:
+    """Campaign YAML text → CampaignSpec, within the YAML budgets of :mod:`paretotune.campaign.safe_yaml`
+    (size, nesting, alias expansion; safe tags only). Every failure is a one-line UserError starting with
+    ``source``. The service parses submitted bodies with this function: keep its name and signature."""
+    data = load_bounded(text, source)
     if data is None:
-        raise UserError(f"{where}: the campaign file is empty")
+        raise UserError(f"{source}: the campaign file is empty")
     if not isinstance(data, dict):
-        raise UserError(f"{where}: a campaign must be a YAML mapping (got {type(data).__name__})")
-    dup = _duplicate_key(text)
-    if dup is not None:
-        at, parent, key = dup
-        raise UserError(f"{where}:{at}: {f'{parent}.' if parent else ''}{key}: duplicate key")
+        raise UserError(f"{source}: a campaign must be a YAML mapping (got {type(data).__name__})")
     try:
         return CampaignSpec.model_validate(data)
     except ValidationError as exc:
@@ -116,8 +88,12 @@ def parse_text(text: str, where: str) -> CampaignSpec:
             msg = "unknown field" + _did_you_mean(err["loc"])
         elif err["type"] == "missing":
             msg = "required field is missing"
+        msg = " ".join(msg.split())  # one line
         more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
-        raise UserError(f"{where}: {f'{field}: ' if field else ''}{msg}{more}") from None
+        raise UserError(f"{source}: {f'{field}: ' if field else ''}{msg}{more}") from None
+
+
+parse_text = parse_campaign_text  # the name readers of stored campaigns use
 
 
 def _did_you_mean(loc: tuple[Any, ...]) -> str:
@@ -235,15 +211,37 @@ def make_objectives(campaign: Campaign) -> list[Objective]:
 def load_campaign(path: Path | str) -> Campaign:
     """Read and validate a campaign file (structure; kernels and objectives resolve in make_adapter/-objectives)."""
     path = Path(path)
+    return campaign_from_text(read_campaign_file(path), path)
+
+
+def read_campaign_file(path: Path) -> str:
+    """The text of a campaign file; a FIFO, device, directory, oversized or non-UTF-8 file is refused before
+    (or instead of) reading it, so ``/dev/zero`` or a pipe cannot hang or exhaust memory."""
+    from paretotune.campaign.safe_yaml import MAX_BYTES
+
     try:
-        text = path.read_text()
+        st = path.stat()
     except FileNotFoundError:
         raise UserError(f"{path}: no such campaign file") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory, not a campaign file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
-    return campaign_from_text(text, path)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise UserError(f"{path}: is a directory, not a campaign file")
+    if not stat.S_ISREG(st.st_mode):
+        raise UserError(f"{path}: not a regular file (a pipe or device cannot be a campaign file)")
+    if st.st_size > MAX_BYTES:
+        raise UserError(f"{path}: too large for a campaign file ({st.st_size} bytes; the limit is {MAX_BYTES})")
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    if len(data) > MAX_BYTES:
+        raise UserError(f"{path}: too large for a campaign file (over {MAX_BYTES} bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
 def campaign_from_text(text: str, path: Path) -> Campaign:
