@@ -215,10 +215,21 @@ def run_meta(campaign: Campaign, ptxas: Ptxas, columns: Sequence[ObjectiveColumn
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
-def start_run(campaign: Campaign, out: Path, ptxas: Ptxas, seed: int) -> RunDir:
-    """Create the run directory with the campaign copy and metadata."""
+def prepare_run(campaign: Campaign, ptxas: Ptxas, seed: int) -> dict[str, Any]:
+    """Everything that can be checked before a run directory exists (objectives, the kernel import and its
+    shapes, a CUDA GPU when an objective needs one); returns the run's metadata."""
+    from paretotune.execution.device_check import require_device
+
     objectives = make_objectives(campaign)
     make_adapter(campaign)  # resolve the kernel before any work: a typo fails now, not after the baseline
+    require_device(campaign, objectives)
+    return run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed)
+
+
+def start_run(campaign: Campaign, out: Path, ptxas: Ptxas, seed: int) -> RunDir:
+    """Create the run directory with the campaign copy and metadata (for callers that lock it themselves)."""
+    objectives = make_objectives(campaign)
+    make_adapter(campaign)
     run = RunDir(out)
     run.create(campaign.text, run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed))
     return run

@@ -44,10 +44,8 @@ class ResumePoint:
 
 
 def open_run(path: Path | str) -> RunDir:
-    run = RunDir(path)
-    if not (run.path / META).is_file():
-        raise UserError(f"{run.path}: not a paretotune run directory (no {META})")
-    return run
+    """The run directory, every file a resume reads checked first (read-only)."""
+    return RunDir.open(path)
 
 
 def reopen_campaign(run: RunDir) -> Campaign:
@@ -59,7 +57,7 @@ def reopen_campaign(run: RunDir) -> Campaign:
         raise UserError(f"{run.path}: cannot read the campaign copy ({exc.strerror})") from None
     original = Path(meta.get("campaign_path") or run.path / "campaign.yaml")
     campaign = campaign_from_text(text, original)
-    return campaign.with_seed(int(meta.get("seed", campaign.spec.seed)))
+    return campaign.with_seed(meta.get("seed", campaign.spec.seed))  # RunDir.meta checked it is an int
 
 
 def check_ptxas(run: RunDir, campaign: Campaign, ptxas: Any) -> None:
@@ -71,8 +69,9 @@ def check_ptxas(run: RunDir, campaign: Campaign, ptxas: Any) -> None:
 
 
 def resume_point(run: RunDir) -> ResumePoint:
-    """Rebuild the loop state from the stored records and the last commit; refuse an inconsistent run."""
-    run.recover()
+    """Rebuild the loop state from the stored records and the last commit; refuse an inconsistent run.
+    Read-only: a torn last line is skipped here and cut off by :meth:`RunDir.recover` only once the resume
+    is sure to proceed."""
     records = tuple(run.records())
     where = run.path / RESULTS
     by_id: dict[int, TrialRecord] = {}
@@ -188,7 +187,11 @@ def prepare_resume(run: RunDir, ptxas: Any, *, expect: Campaign | None = None,
         raise UserError(f"{campaign.path}: the baseline (default config, no ACF) failed: {baseline.error}")
     twins_missing = bool(point.records) and bool(missing_twins(run.results(), run.directions()))
     done = Resumption(campaign=campaign, point=point, engine=None, twins_missing=twins_missing)
-    if point.checkpoint is None or done.complete:
+    if done.complete:
+        return done
+    if point.checkpoint is None:
+        run.recover()  # every check passed: now the results file may be made safe to append to
         return done
     engine, point = restore_engine(campaign, adapter, len(columns), run, point)
+    run.recover()
     return Resumption(campaign=campaign, point=point, engine=engine, twins_missing=twins_missing)

@@ -31,8 +31,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from paretotune.campaign.load import check_toolchain
-    from paretotune.campaign.loop import start_run
-    from paretotune.store.run_dir import META
+    from paretotune.campaign.loop import prepare_run
+    from paretotune.store.checkpoint import CHECKPOINT
+    from paretotune.store.run_dir import META, RunDir
     from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 
     campaign = load_campaign(args.config)
@@ -50,9 +51,19 @@ def main(args: argparse.Namespace) -> int:
     export_for_triton(ptxas)
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     out = args.out or Path("runs") / f"{campaign.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    run = start_run(campaign, out, ptxas, campaign.spec.seed)
-    with run.lock():
-        return execute(campaign, run, ptxas, quiet=args.quiet)
+    meta = prepare_run(campaign, ptxas, campaign.spec.seed)  # everything checkable, before the folder exists
+    run = RunDir(out)
+    with run.claim() as made_here:  # the lock is held before anything is written
+        run.write_new(campaign.text, meta)
+        try:
+            return execute(campaign, run, ptxas, quiet=args.quiet)
+        except BaseException as exc:
+            if not (run.path / CHECKPOINT).exists():  # nothing but (at most) a baseline: no half-made run
+                run.discard(made_here)
+                if isinstance(exc, UserError):
+                    raise UserError(f"{exc} (nothing was kept: {run.path} "
+                                    f"{'removed' if made_here else 'emptied'})") from None
+            raise
 
 
 def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engine: SearchEngine | None = None,
