@@ -18,21 +18,14 @@ from pathlib import Path
 import pytest
 
 from paretotune.cli import main
-from reliability.conftest import cli, cli_env, small_quickstart
+from reliability.conftest import cli, cli_env
 
 RESULTS, META, CAMPAIGN = "results.jsonl", "run.json", "campaign.yaml"
 
 
-@pytest.fixture(scope="module")
-def base_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("damaged-base")
-    campaign = small_quickstart(folder, generations=1, pool_size=9, workers=1)
-    out = folder / "run"
-    proc = subprocess.run(cli("run", str(campaign), "--out", str(out), "--quiet"), env=cli_env(),
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert len((out / RESULTS).read_text().splitlines()) == 10
-    return out
+@pytest.fixture
+def base_run(small_real_run: Path) -> Path:
+    return small_real_run
 
 
 def tree_digest(root: Path) -> str:
