@@ -113,13 +113,19 @@ def _did_you_mean(loc: tuple[Any, ...]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-def import_object(source: str, base_dir: Path, where: str) -> Any:
-    """Resolve ``module:attr`` or ``path/to/file.py:attr`` (relative paths from the campaign's folder)."""
+def import_object(source: str, base_dir: Path, where: str, *, trial: bool = False) -> Any:
+    """Resolve ``module:attr`` or ``path/to/file.py:attr`` (relative paths from the campaign's folder).
+    ``trial``: import it in a forked child first (:mod:`paretotune.campaign.trial_import`), so an exit or a
+    hang at import time is a one-line error instead of the end of this process."""
+    from paretotune.campaign.trial_import import trial_import
+
     target, _, attr = source.rpartition(":")
     if target.endswith(".py"):
         path = (base_dir / target).resolve()
         if not path.is_file():
             raise UserError(f"{where}: kernel file not found: {path}")
+        if trial:
+            trial_import(str(path), True, where)
         name = f"paretotune_user_{path.stem}_{abs(hash(str(path)))}"
         spec = importlib.util.spec_from_file_location(name, path)
         assert spec is not None and spec.loader is not None
@@ -127,10 +133,12 @@ def import_object(source: str, base_dir: Path, where: str) -> Any:
         sys.modules[name] = module
         try:
             spec.loader.exec_module(module)
-        except Exception as exc:  # noqa: BLE001 - any error in user code is a bad kernel file
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - any error in user code is a bad kernel file
             del sys.modules[name]
             raise UserError(f"{where}: cannot import {path} ({type(exc).__name__}: {exc})") from None
     else:
+        if trial and target not in sys.modules:
+            trial_import(target, False, where)
         try:
             module = importlib.import_module(target)
         except ImportError as exc:
@@ -143,12 +151,13 @@ def import_object(source: str, base_dir: Path, where: str) -> Any:
         raise UserError(f"{where}: module '{target}' has no attribute '{attr}'") from None
 
 
-def make_adapter(campaign: Campaign) -> KernelAdapter:
-    """Instantiate the adapter for the kernel spec object the campaign names (Triton or Helion)."""
+def make_adapter(campaign: Campaign, *, trial_import: bool = False) -> KernelAdapter:
+    """Instantiate the adapter for the kernel spec object the campaign names (Triton or Helion).
+    ``trial_import``: import user code in a child first (the CLI's first look at a campaign does)."""
     from paretotune.kernels.registry import adapter_for
 
     where = f"{campaign.path}: kernel.source"
-    obj = import_object(campaign.spec.kernel.source, campaign.path.parent, where)
+    obj = import_object(campaign.spec.kernel.source, campaign.path.parent, where, trial=trial_import)
     adapter = adapter_for(obj, campaign.spec.kernel.source.rpartition(":")[2], where)
     override = campaign.spec.kernel
     if override.space:

@@ -221,7 +221,7 @@ def prepare_run(campaign: Campaign, ptxas: Ptxas, seed: int) -> dict[str, Any]:
     from paretotune.execution.device_check import require_device
 
     objectives = make_objectives(campaign)
-    make_adapter(campaign)  # resolve the kernel before any work: a typo fails now, not after the baseline
+    make_adapter(campaign, trial_import=True)  # resolve the kernel before any work: a typo fails now
     require_device(campaign, objectives)
     return run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed)
 

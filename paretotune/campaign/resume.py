@@ -176,7 +176,7 @@ def prepare_resume(run: RunDir, ptxas: Any, *, expect: Campaign | None = None,
     check_toolchain(campaign, ptxas)
     point = resume_point(run)
     check_in_flight_acfs(run, point, ptxas, campaign.target.name)
-    adapter = make_adapter(campaign)
+    adapter = make_adapter(campaign, trial_import=True)
     columns = objective_columns(campaign, make_objectives(campaign))
     stored_columns = [c.column for c in run.objective_columns()]
     if [c.column for c in columns] != stored_columns:
