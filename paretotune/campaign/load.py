@@ -28,7 +28,7 @@ from pydantic import BaseModel, ValidationError
 from paretotune.campaign.safe_yaml import load_bounded
 from paretotune.campaign.schema import CampaignSpec
 from paretotune.errors import ToolchainError, UserError
-from paretotune.kernels.base import KernelAdapter, validate_config
+from paretotune.kernels.base import KernelAdapter, UnknownShapeKey, validate_config
 from paretotune.objectives.base import Objective
 from paretotune.records import Shape
 from paretotune.toolchain.arch import TARGETS, TargetArch
@@ -170,28 +170,29 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False) -> KernelAda
         from paretotune.kernels.overrides import OverriddenAdapter
 
         adapter = OverriddenAdapter(adapter, space=override.space, default=override.default)
+    try:
+        adapter.check_space(adapter.space())
+    except ValueError as exc:
+        raise UserError(f"{campaign.path}: kernel.space.{exc}") from None
     validate_config(adapter.space(), adapter.default_config(), f"{campaign.path}: kernel.default")
     _check_shapes(campaign, adapter)
     return adapter
 
 
 def _check_shapes(campaign: Campaign, adapter: KernelAdapter) -> None:
-    """Make each shape's inputs on the meta device (no memory, no GPU): a missing size fails here, not per candidate."""
-    from paretotune.kernels.triton import TritonAdapter
-
-    inner = getattr(adapter, "inner", adapter)
-    if not isinstance(inner, TritonAdapter):
-        return
+    """Each shape through the adapter's factories on the meta device (no memory, no GPU): a missing size or a
+    key no factory reads fails here, not per candidate."""
     config = adapter.default_config()
     for i, shape in enumerate(campaign.shapes):
         try:
-            inputs = inner.spec.inputs(shape.params, "meta", 0)
-            inner.spec.args(inputs, shape.params, config)
-            inner.spec.grid(shape.params, config)
+            adapter.check_shape(shape, config)
+        except UnknownShapeKey as exc:
+            raise UserError(f"{campaign.path}: shapes[{i}].{exc.key}: kernel '{adapter.name}' has no shape key "
+                            f"'{exc.key}' (it reads: {', '.join(exc.read) or 'nothing'})") from None
         except Exception as exc:  # noqa: BLE001 - whatever the kernel's factories raise means a bad shape
             what = f"missing parameter {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
             raise UserError(f"{campaign.path}: shapes[{i}]: kernel '{adapter.name}' cannot make inputs for "
-                            f"{shape.params} ({what})") from None
+                            f"{shape.params} ({' '.join(what.split())})") from None
 
 
 def make_objectives(campaign: Campaign) -> list[Objective]:
@@ -261,12 +262,10 @@ def campaign_from_text(text: str, path: Path) -> Campaign:
         for key, value in shape.params().items():
             if not isinstance(value, SCALAR):
                 raise UserError(f"{path}: shapes[{i}].{key}: must be a number or a string (got {type(value).__name__})")
-    if spec.acf.files is not None:
-        for i, name in enumerate(spec.acf.files):
-            if not (path.parent / name).is_file():
-                raise UserError(f"{path}: acf.files[{i}]: no such ACF file: {(path.parent / name).resolve()}")
-    if spec.acf.pack is not None and not (path.parent / spec.acf.pack).is_file():
-        raise UserError(f"{path}: acf.pack: no such file: {(path.parent / spec.acf.pack).resolve()}")
+    if spec.acf.kind == "finite":  # read and check every ACF now (regular file, size, not text, a real zip)
+        from paretotune.toolchain.acf_sources import acf_options
+
+        acf_options(spec.acf, path.resolve().parent, f"{path}: acf")
     shapes = tuple(Shape(label=s.label(), params=s.params()) for s in spec.shapes)
     campaign = Campaign(spec=spec, path=path.resolve(), text=text, shapes=shapes, target=TARGETS[spec.target])
     if spec.search.engine == "compileiq":

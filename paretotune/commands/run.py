@@ -38,6 +38,8 @@ def main(args: argparse.Namespace) -> int:
 
     campaign = load_campaign(args.config)
     if args.seed is not None:
+        if not 0 <= args.seed < 2**32:
+            raise UserError(f"--seed: {args.seed} is outside [0, 2^32)")
         campaign = campaign.with_seed(args.seed)
     if args.resume:
         if args.out is None:

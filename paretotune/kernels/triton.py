@@ -10,11 +10,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from paretotune.kernels.base import Inputs, KernelPTX, Prepared
+from paretotune.kernels.base import Inputs, KernelPTX, Prepared, check_shape_keys
 from paretotune.records import Shape
 from paretotune.toolchain.arch import TargetArch
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _pow2(v: Any, most: int) -> bool:
+    return _int(v) and 1 <= v <= most and v & (v - 1) == 0
+
+
+# launch option -> (accepts a value, what it must be)
+LAUNCH_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "num_warps": (lambda v: _pow2(v, 32), "a power of two from 1 to 32"),
+    "num_stages": (lambda v: _int(v) and 1 <= v <= 16, "an integer from 1 to 16"),
+    "num_ctas": (lambda v: _pow2(v, 16), "a power of two from 1 to 16"),
+    "maxnreg": (lambda v: _int(v) and 16 <= v <= 255, "an integer from 16 to 255, or null"),
+}
 
 
 @dataclass(frozen=True)
@@ -125,6 +142,21 @@ class TritonAdapter:
         return Prepared(launch=launch_once, reference=None if reference is None else lambda: reference(inputs),
                         atol=self.spec.atol, rtol=self.spec.rtol, kernel_name=fn.__name__, inputs=inputs,
                         output=inputs[out_name])
+
+    def check_shape(self, shape: Shape, config: Mapping[str, Any]) -> None:
+        def make(params: Mapping[str, Any]) -> None:
+            inputs = self.spec.inputs(params, "meta", 0)
+            self.spec.args(inputs, params, config)
+            self.spec.grid(params, config)
+
+        check_shape_keys(shape.params, make)
+
+    def check_space(self, space: Mapping[str, list[Any]]) -> None:
+        for knob, values in space.items():
+            rule = LAUNCH_RULES.get(knob)
+            for v in values:
+                if rule is not None and not (v is None and knob == "maxnreg") and not rule[0](v):
+                    raise ValueError(f"{knob}: {v!r} is not a valid value ({rule[1]})")
 
     def precompile(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, target: TargetArch) -> KernelPTX:
         """Compile with the ACF exactly as the launch will, so the GPU worker finds it in Triton's disk cache.
