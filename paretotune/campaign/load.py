@@ -262,10 +262,12 @@ def campaign_from_text(text: str, path: Path) -> Campaign:
         for key, value in shape.params().items():
             if not isinstance(value, SCALAR):
                 raise UserError(f"{path}: shapes[{i}].{key}: must be a number or a string (got {type(value).__name__})")
-    if spec.acf.kind == "finite":  # read and check every ACF now (regular file, size, not text, a real zip)
-        from paretotune.toolchain.acf_sources import acf_options
-
-        acf_options(spec.acf, path.resolve().parent, f"{path}: acf")
+    if spec.acf.files is not None:
+        for i, name in enumerate(spec.acf.files):
+            if not (path.parent / name).is_file():
+                raise UserError(f"{path}: acf.files[{i}]: no such ACF file: {(path.parent / name).resolve()}")
+    if spec.acf.pack is not None and not (path.parent / spec.acf.pack).is_file():
+        raise UserError(f"{path}: acf.pack: no such file: {(path.parent / spec.acf.pack).resolve()}")
     shapes = tuple(Shape(label=s.label(), params=s.params()) for s in spec.shapes)
     campaign = Campaign(spec=spec, path=path.resolve(), text=text, shapes=shapes, target=TARGETS[spec.target])
     if spec.search.engine == "compileiq":
@@ -276,6 +278,17 @@ def campaign_from_text(text: str, path: Path) -> Campaign:
             raise UserError(f"{path}: search.pool_size: {spec.search.pool_size} is too small for "
                             f"{campaign.n_columns} objective column(s) with the compileiq engine (need at least {need})")
     return campaign
+
+
+def check_acf_files(campaign: Campaign) -> None:
+    """Read and check every ACF a finite campaign names (a regular file, not empty, not too large, not text; a
+    pack that is a real zip holding ACFs), so a bad one fails before the run directory exists, not candidate
+    by candidate. Not part of :func:`campaign_from_text`: the service must not read paths a client names."""
+    if campaign.spec.acf.kind != "finite":
+        return
+    from paretotune.toolchain.acf_sources import acf_options
+
+    acf_options(campaign.spec.acf, campaign.path.parent, f"{campaign.path}: acf")
 
 
 def check_toolchain(campaign: Campaign, ptxas: Any) -> None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from paretotune.campaign.load import Campaign, make_adapter, make_objectives
+from paretotune.campaign.load import Campaign, check_acf_files, make_adapter, make_objectives
 from paretotune.errors import UserError
 from paretotune.objectives.base import Objective
 from paretotune.pareto.attribution import TWIN_OF
@@ -220,6 +220,7 @@ def prepare_run(campaign: Campaign, ptxas: Ptxas, seed: int) -> dict[str, Any]:
     shapes, a CUDA GPU when an objective needs one); returns the run's metadata."""
     from paretotune.execution.device_check import require_device
 
+    check_acf_files(campaign)
     objectives = make_objectives(campaign)
     make_adapter(campaign, trial_import=True)  # resolve the kernel before any work: a typo fails now
     require_device(campaign, objectives)

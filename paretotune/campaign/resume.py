@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from paretotune.campaign.load import Campaign, campaign_from_text, check_toolchain, make_adapter, make_objectives
+from paretotune.campaign.load import (Campaign, campaign_from_text, check_acf_files, check_toolchain, make_adapter,
+                                      make_objectives)
 from paretotune.campaign.loop import InFlight, LoopState, make_engine, objective_columns
 from paretotune.errors import ToolchainError, UserError
 from paretotune.records import TrialRecord
@@ -174,6 +175,7 @@ def prepare_resume(run: RunDir, ptxas: Any, *, expect: Campaign | None = None,
         raise UserError(f"{run.path}: the run was started with seed {campaign.spec.seed}, not {seed}")
     check_ptxas(run, campaign, ptxas)
     check_toolchain(campaign, ptxas)
+    check_acf_files(campaign)
     point = resume_point(run)
     check_in_flight_acfs(run, point, ptxas, campaign.target.name)
     adapter = make_adapter(campaign, trial_import=True)

@@ -56,8 +56,8 @@ def main(args: argparse.Namespace) -> int:
     meta = prepare_run(campaign, ptxas, campaign.spec.seed)  # everything checkable, before the folder exists
     run = RunDir(out)
     with run.claim() as made_here:  # the lock is held before anything is written
-        run.write_new(campaign.text, meta)
         try:
+            run.write_new(campaign.text, meta)
             return execute(campaign, run, ptxas, quiet=args.quiet)
         except BaseException as exc:
             if not (run.path / CHECKPOINT).exists():  # nothing but (at most) a baseline: no half-made run

@@ -88,13 +88,10 @@ class RunDir:
         try:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise UserError(f"{self.path}: cannot create the run directory ({exc.strerror})") from None
-        try:
-            with self.lock():
-                self._refuse_if_used()  # another process may have claimed it between the check and the lock
-                yield not existed
-        except OSError as exc:
             raise UserError(f"{self.path}: run directory is not writable ({exc.strerror})") from None
+        with self.lock():
+            self._refuse_if_used()  # another process may have claimed it between the check and the lock
+            yield not existed
 
     def _refuse_if_used(self) -> None:
         if not self.path.is_dir():
@@ -111,9 +108,12 @@ class RunDir:
 
     def write_new(self, campaign_text: str, meta: dict[str, Any]) -> None:
         """Write the campaign copy and run.json into a claimed directory."""
-        (self.path / "acf").mkdir(exist_ok=True)
-        (self.path / CAMPAIGN).write_text(campaign_text)
-        self.write_meta(meta)
+        try:
+            (self.path / "acf").mkdir(exist_ok=True)
+            (self.path / CAMPAIGN).write_text(campaign_text)
+            self.write_meta(meta)
+        except OSError as exc:
+            raise UserError(f"{self.path}: cannot write the run directory ({exc.strerror})") from None
 
     def discard(self, made_here: bool) -> None:
         """Remove what a failed start wrote (the directory too if this invocation made it); the lock file
@@ -212,7 +212,11 @@ class RunDir:
 
         An flock dies with its process, so a SIGKILL leaves no stale lock behind.
         """
-        fh = open(self.path / LOCK, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the whole run
+        try:
+            fh = open(self.path / LOCK, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the whole run
+        except OSError as exc:
+            raise UserError(f"{self.path}: cannot take the run's lock ({exc.strerror}); is the folder "
+                            "writable?") from None
         try:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -231,8 +231,8 @@ CASES: dict[str, tuple[Callable[[Path], str], str]] = {
     "acf_pack_without_acfs": (_acf_pack("noacf.zip"), r": acf\.pack: .*noacf\.zip holds no \.acf file"),
     "acf_pack_with_empty_acf": (_acf_pack("emptyacf.zip"), r": acf\.pack: .*emptyacf\.zip!a\.acf: empty file"),
     "acf_pack_text_acf": (_acf_pack("textacf.zip"), r": acf\.pack: .*textacf\.zip!a\.acf: a text file, not an ACF"),
-    "acf_pack_missing": (_acf_pack("nothere.zip"), r": acf\.pack: no such pack: .*nothere\.zip"),
-    "acf_pack_a_directory": (_acf_pack("adir"), r": acf\.pack: no such pack: .*adir"),
+    "acf_pack_missing": (_acf_pack("nothere.zip"), r": acf\.pack: no such file: .*nothere\.zip"),
+    "acf_pack_a_directory": (_acf_pack("adir"), r": acf\.pack: no such file: .*adir"),
 }
 
 
