@@ -29,7 +29,8 @@ def base_run(small_real_run: Path) -> Path:
 
 
 def tree_digest(root: Path) -> str:
-    """Names, kinds and contents of everything under ``root`` (FIFOs and other specials by kind only)."""
+    """Names, kinds and contents of everything under ``root`` (FIFOs and other specials by kind only; the
+    content of ``.lock``, the pid of the last process that held the run, is left out)."""
     h = hashlib.sha256()
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
@@ -40,6 +41,8 @@ def tree_digest(root: Path) -> str:
                 h.update(f"L {rel} {os.readlink(p)}\n".encode())
             elif p.is_dir():
                 h.update(f"D {rel}\n".encode())
+            elif p.is_file() and rel == ".lock":  # the lock holder's pid: a command that locks the run writes it
+                h.update(b"F .lock\n")
             elif p.is_file():
                 h.update(f"F {rel} ".encode() + p.read_bytes() + b"\n")
             else:
@@ -271,3 +274,32 @@ def test_resume_leaves_results_alone_when_it_refuses(base_run: Path, tmp_path: P
     assert main(["resume", str(run), "--quiet"]) == 2
     assert "stored twice" in capsys.readouterr().err
     assert (run / RESULTS).read_bytes() == before
+
+
+# files only some commands read: (damage, commands that must refuse it, what the line must contain)
+PARTIAL: dict[str, tuple[Callable[[Path], None], tuple[str, ...], str]] = {
+    "checkpoint_a_json_list": (_replace_file("checkpoint.json", b"[1]"), ("resume", "run-resume"),
+                               "unreadable loop checkpoint"),
+    "checkpoint_not_utf8": (_replace_file("checkpoint.json", b"\xff"), ("resume", "run-resume"),
+                            "unreadable loop checkpoint"),
+    "checkpoint_a_directory": (_replace_file("checkpoint.json", kind="dir"), ("resume", "run-resume"),
+                               "unreadable loop checkpoint"),
+    "checkpoint_wrong_fields": (_replace_file("checkpoint.json", b'{"seq": "x"}'), ("resume", "run-resume"),
+                                "unreadable loop checkpoint"),
+    "validation_csv_a_directory": (lambda r: (r / "validation.csv").mkdir(), ("report",), "not a regular file"),
+    "validation_csv_not_utf8": (lambda r: (r / "validation.csv").write_bytes(b"\xff\xfe,\n"), ("report",),
+                                "not a readable CSV"),
+}
+
+
+@pytest.mark.parametrize(("case", "command"), [(c, cmd) for c, (_, cmds, _) in sorted(PARTIAL.items())
+                                               for cmd in cmds])
+def test_damaged_side_file_is_refused(base_run: Path, tmp_path: Path, case: str, command: str,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    run = Path(shutil.copytree(base_run, tmp_path / "run"))
+    PARTIAL[case][0](run)
+    before = tree_digest(run)
+    assert main(_commands(run, base_run.parent / "quickstart-small.yaml")[command]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and PARTIAL[case][2] in lines[0], lines
+    assert tree_digest(run) == before
