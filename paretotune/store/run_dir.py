@@ -97,7 +97,9 @@ class RunDir:
         if not self.path.is_dir():
             return
         try:
-            names = sorted(p.name for p in self.path.iterdir() if p.name != LOCK)
+            # left by a start killed before it wrote anything: the lock file and an empty acf/ folder
+            names = sorted(p.name for p in self.path.iterdir()
+                           if p.name != LOCK and not (p.name == "acf" and p.is_dir() and not any(p.iterdir())))
         except OSError as exc:
             raise UserError(f"{self.path}: cannot list the folder ({exc.strerror})") from None
         if META in names or RESULTS in names:
