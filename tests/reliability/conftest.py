@@ -82,5 +82,5 @@ def small_real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     proc = subprocess.run(cli("run", str(campaign), "--out", str(out), "--quiet"), env=cli_env(),
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert len((out / "results.jsonl").read_text().splitlines()) == 10
+    assert len((out / "results.jsonl").read_text().splitlines()) >= 10  # baseline + 9 (+ twins)
     return out

@@ -147,7 +147,7 @@ DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
     "line_null": (_replace_line(2, "null"), "not a JSON object"),
     "line_corrupt_in_the_middle": (_replace_line(2, '{"candidate_id": 2, "gen'), "corrupt results line"),
     "line_nested_100k_deep": (_replace_line(2, "[" * 100_000 + "]" * 100_000), "corrupt results line"),
-    "last_line_an_array": (_replace_line(9, "[0]"), "not a JSON object"),
+    "last_line_an_array": (_replace_line(-1, "[0]"), "not a JSON object"),
     "candidate_id_a_string": (_edit_row(3, candidate_id="3"), "'candidate_id' must be an integer"),
     "candidate_id_a_float": (_edit_row(3, candidate_id=3.5), "'candidate_id' must be an integer"),
     "candidate_id_a_bool": (_edit_row(3, candidate_id=True), "'candidate_id' must be an integer"),
