@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -51,7 +50,6 @@ def main(args: argparse.Namespace) -> int:
     ptxas = find_ptxas()
     check_toolchain(campaign, ptxas)
     export_for_triton(ptxas)
-    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     out = args.out or Path("runs") / f"{campaign.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     meta = prepare_run(campaign, ptxas, campaign.spec.seed)  # everything checkable, before the folder exists
     run = RunDir(out)
