@@ -129,7 +129,11 @@ class SearchSpec(_Strict):
     strategy: Literal["joint", "sequential"] = "joint"
     generations: StrictInt = Field(default=6, ge=1, le=10_000)
     pool_size: StrictInt = Field(default=8, ge=6, le=4096)
-    wall_clock_s: float | None = Field(default=None, gt=0)
+    wall_clock_s: float | None = Field(default=None, gt=0)  # no proposal after this; those in flight finish
+    # Candidates kept in flight (proposed, not yet scored) when the engine and evaluator allow overlapping
+    # generations; default pool_size. ``barrier: true`` evaluates one whole generation at a time instead.
+    in_flight: StrictInt | None = Field(default=None, ge=1, le=4096)
+    barrier: bool = False
 
     @field_validator("engine")
     @classmethod

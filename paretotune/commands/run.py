@@ -80,6 +80,12 @@ def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engin
     failed = sum(r.status != "ok" for r in records)
     stored = f" ({before + len(records)} stored in all)" if point is not None else ""
     print(f"\n{len(records)} candidates evaluated ({failed} failed) in {time.perf_counter() - started:.1f} s{stored}")
+    timing = (run.meta().get("timing") or [{}])[-1]
+    if timing.get("gpu_busy_fraction") is not None:
+        build = timing.get("gpu_build_s_per_candidate")
+        print(f"GPU busy {100 * timing['gpu_busy_fraction']:.0f} % of the {timing['search_wall_s']:.1f} s after the "
+              f"baseline ({timing['schedule']} schedule"
+              + (f", GPU-side build {build:.3f} s per candidate)" if build is not None else ")"))
     _write_progress(run)
     print_front(run)
     return 0

@@ -52,6 +52,8 @@ def min_pool_size(num_objectives: int) -> int:
 class CompileIQEngine:
     """Kernel-config × ACF search with ``compileiq.ciq.Search`` in MANUAL (ask/tell) mode."""
 
+    asynchronous = True  # its ask/tell backend allows multiple outstanding asks and tells of any subset
+
     def __init__(self, space: SearchSpace, *, num_objectives: int, pool_size: int, generations: int) -> None:
         from compileiq.ciq import Search
         from compileiq.search_spaces import base as ss

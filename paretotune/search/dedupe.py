@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 
-from paretotune.search.base import Proposal, SearchEngine
+from paretotune.search.base import Proposal, SearchEngine, is_asynchronous
 from paretotune.search.space import point_key
 
 Score = tuple[float, ...] | None
@@ -36,6 +36,11 @@ class Deduplicated:
         self._known: dict[str, Score] = {}  # engine_id of a repeat -> cached score, told with the batch
         self._twins: dict[str, str] = {}  # engine_id repeated within the batch -> engine_id handed out
 
+    @property
+    def asynchronous(self) -> bool:
+        """As the inner engine (see :func:`paretotune.search.base.is_asynchronous`)."""
+        return is_asynchronous(self.inner)
+
     def ask(self) -> list[Proposal]:
         for _ in range(self.max_attempts):
             proposals = self.inner.ask()
@@ -43,7 +48,7 @@ class Deduplicated:
                 return []
             fresh: list[Proposal] = []
             keys: dict[str, str] = {}
-            first_of: dict[str, str] = {}
+            first_of = {key: engine_id for engine_id, key in self._keys.items()}  # issued, not told yet
             known: dict[str, Score] = {}
             twins: dict[str, str] = {}
             for p in proposals:
@@ -57,22 +62,34 @@ class Deduplicated:
                     keys[p.engine_id] = key
                     fresh.append(p)
             if fresh:
-                self._keys, self._known, self._twins = keys, known, twins
+                if self.asynchronous:  # batches overlap: keep what earlier asks left open; repeats told now
+                    self._keys.update(keys)
+                    self._twins.update(twins)
+                    if known:
+                        self.inner.tell(known)
+                else:
+                    self._keys, self._known, self._twins = keys, known, twins
                 return fresh
+            if self.asynchronous:
+                self._twins.update(twins)
             self.inner.tell(known)
         return []
 
     def tell(self, scores: dict[str, Score]) -> None:
-        full = dict(self._known)
+        """A generational inner engine gets its whole batch at once (the repeats' cached scores added); an
+        asynchronous one gets ``scores`` and the repeats of those points as they come."""
+        full = {} if self.asynchronous else dict(self._known)
         for engine_id, score in scores.items():
             full[engine_id] = score
-            key = self._keys.get(engine_id)
+            key = self._keys.pop(engine_id, None)
             if key is not None:
                 self.cache[key] = score
-        for engine_id, twin in self._twins.items():
+        for engine_id, twin in list(self._twins.items()):
             if twin in scores:
                 full[engine_id] = scores[twin]
-        self._keys, self._known, self._twins = {}, {}, {}
+                del self._twins[engine_id]
+        if not self.asynchronous:
+            self._keys, self._known, self._twins = {}, {}, {}
         if full:
             self.inner.tell(full)
 
