@@ -146,3 +146,37 @@ def test_seeded_engine_resumes_to_the_uninterrupted_result(tmp_path: Path, feed_
     assert check_front(tmp_path / "a" / "run") == check_front(tmp_path / "b" / "run")
     assert read_checkpoint(tmp_path / "b" / "run").pending == ()
     assert SPACE  # the same knob space as the generational tests
+
+
+class SteppingClock:
+    """``time`` for the loop module only: each ``monotonic()`` reads one second later (no real waiting)."""
+
+    def __init__(self) -> None:
+        import time
+
+        self.now, self._time = 0.0, time
+
+    def monotonic(self) -> float:
+        self.now += 1.0
+        return self.now
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._time, name)
+
+
+def test_wall_clock_budget_stops_proposing_and_finishes_in_flight(tmp_path: Path, feed_fake_evaluator: Any,
+                                                                  ptxas: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from paretotune.campaign import loop
+
+    path = write_campaign(tmp_path)
+    path.write_text(path.read_text().replace("  pool_size: 9\n", "  pool_size: 9\n  wall_clock_s: 20\n"))
+    clock = SteppingClock()
+    monkeypatch.setattr(loop, "time", clock)
+    start(path, tmp_path / "run", ptxas)
+    run = RunDir(tmp_path / "run")
+    records = run.records()
+    cp = read_checkpoint(tmp_path / "run")
+    assert cp is not None and cp.pending == ()  # everything proposed was evaluated and told
+    assert 9 <= cp.evaluated < 27  # stopped proposing before the evaluation budget
+    assert sorted(r.candidate_id for r in records) == list(range(cp.evaluated + 1))
+    assert clock.now > 20 and run.meta()["timing"][0]["candidates"] == cp.evaluated
