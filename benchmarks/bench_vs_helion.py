@@ -84,7 +84,10 @@ def paretotune_side(workdir: Path, m: int, n: int, generations: int, pool: int, 
             "baseline_interval_s": baseline_interval_s, "stages_per_candidate": breakdown(records),
             "generations_s": {g: {"records": len(t), "first": round(min(t), 2), "last": round(max(t), 2)}
                               for g, t in sorted(timeline.items())},
-            "errors": dict(errors)}
+            "errors": dict(errors),
+            # schedule, GPU-busy fraction after the baseline, GPU-side build s per candidate (issue 19)
+            "timing": (run.meta().get("timing") or [None])[-1],
+            "TRITON_DEFAULT_FP_FUSION_in_caller": os.environ.get("TRITON_DEFAULT_FP_FUSION")}
 
 
 def helion_side(workdir: Path, acfs: list[str], m: int, n: int, budget_s: int) -> dict:
