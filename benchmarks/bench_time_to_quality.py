@@ -297,7 +297,7 @@ def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any
         cid = int(row["candidate_id"])
         tool = "control (baseline again)" if cid == CONTROL_ID else arms[cid]["tool"]
         out[tool] = {"median_ms": _median(samples[str(cid)]), "speedup": float(row["speedup"]),
-                     "p_value": float(row["p_value"]), "significant": bool(row["significant"]),
+                     "p_holm": float(row["p_holm"]), "significant": bool(row["significant"]),
                      "ci": [float(row["ci_low"]), float(row["ci_high"])]}
     return out
 
