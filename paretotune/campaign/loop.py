@@ -228,21 +228,22 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
             if exhausted or not may_propose() or state.evaluated + len(pending) >= spec.search.budget:
                 feed.close()  # nothing more will be proposed; the evaluator finishes what is in flight
 
-        def told(rec: TrialRecord) -> None:
-            cand = pending.pop(rec.candidate_id)
-            if cand.candidate_id not in untold:
-                scores = score({rec.candidate_id: rec}, [cand])
-                if scores:
-                    engine.tell(scores)
-            state.evaluated += 1
+        def told(records: Sequence[TrialRecord]) -> None:
+            """Tell the engine these stored records (one tell, one commit) and take them out of flight."""
+            cands = [pending.pop(rec.candidate_id) for rec in records]
+            scores = score({rec.candidate_id: rec for rec in records},
+                           [c for c in cands if c.candidate_id not in untold])
+            if scores:
+                engine.tell(scores)
+            state.evaluated += len(records)
             commit(pending.values())
 
         if in_flight is not None and in_flight.candidates:
             pending.update((c.candidate_id, c) for c in in_flight.candidates)
             if not in_flight.tell:
                 untold.update(pending)
-            for _, rec in sorted(in_flight.stored.items()):
-                told(rec)
+            if in_flight.stored:  # stored before the crash: told now, never evaluated again
+                told([rec for _, rec in sorted(in_flight.stored.items())])
             feed.put([c for c in in_flight.candidates if c.candidate_id not in in_flight.stored])
         refill()
         # the evaluator drains in its own thread: the GPU measures the next candidate while this one is told
@@ -255,7 +256,7 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
                 if twin_of is not None:
                     rec = dataclasses.replace(rec, extra={**rec.extra, TWIN_OF: twin_of})
                 keep(rec)
-                told(rec)
+                told([rec])
                 refill()
         finally:  # on a crash, the evaluator's thread must not wait on the feed for more
             feed.close()
