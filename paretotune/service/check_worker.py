@@ -13,6 +13,7 @@ import base64
 import json
 import sys
 import tempfile
+import threading
 import traceback
 from dataclasses import fields
 from pathlib import Path
@@ -55,18 +56,24 @@ def answer(request: dict[str, Any], config: ServiceConfig) -> dict[str, Any]:
     return {"ok": True, "text": accepted.text, "name": accepted.name, "kind": accepted.kind}
 
 
-def main(argv: list[str]) -> int:
-    if not die_with_parent(int(argv[0])):
-        return 1
-    config = config_from_json(sys.stdin.readline())
-    import paretotune.campaign.load  # noqa: F401 - the heavy imports happen before 'ready', not in a request
-    import paretotune.service.validate  # noqa: F401
-
+def _warm_up() -> None:
+    """Import torch and triton while no request waits (a check of a kernel needs them; a first check that
+    imports them meanwhile waits on the same import lock)."""
     try:
         import torch  # noqa: F401
         import triton  # noqa: F401
     except Exception:  # noqa: BLE001, S110 - missing or broken: the campaign that needs them says so
         pass
+
+
+def main(argv: list[str]) -> int:
+    if not die_with_parent(int(argv[0])):
+        return 1
+    config = config_from_json(sys.stdin.readline())
+    import paretotune.campaign.load  # noqa: F401
+    import paretotune.service.validate  # noqa: F401
+
+    threading.Thread(target=_warm_up, daemon=True).start()
     out = sys.stdout
     out.write("ready\n")
     out.flush()

@@ -53,7 +53,7 @@ class CheckerPool:
 
     def start(self) -> None:
         with self._lock:
-            if self._threads or self._stopping.is_set():
+            if self._threads:
                 return
             for i in range(self.config.check_workers):
                 thread = threading.Thread(target=self._serve, args=(i,), name=f"paretotune-checker-{i}", daemon=True)
@@ -76,13 +76,16 @@ class CheckerPool:
                 self._pending -= 1
 
     def shutdown(self) -> None:
-        """Kill every checker; queued submissions are answered 503."""
-        self._stopping.set()
-        for _ in self._threads:
+        """Kill every checker; queued submissions are answered 503. A later :meth:`check` starts new ones
+        (an app served again after its lifespan ended, as test clients do)."""
+        with self._lock:
+            self._stopping.set()
+            threads, self._threads = self._threads, []
+        for _ in threads:
             self._jobs.put(None)
         for proc in list(self._procs.values()):
             _kill(proc)
-        for thread in self._threads:
+        for thread in threads:
             thread.join(timeout=5)
         while True:
             try:
@@ -91,6 +94,8 @@ class CheckerPool:
                 break
             if job is not None and not job.future.done():
                 job.future.set_exception(Busy())
+        self._procs.clear()
+        self._stopping.clear()
 
     # -- one checker's thread -----------------------------------------------------------------------------------
     def _serve(self, slot: int) -> None:

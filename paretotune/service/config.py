@@ -20,7 +20,7 @@ WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 class ServiceLimits:
     """The most a submitted campaign may ask of this machine; each has a ``serve`` flag (see commands/serve.py)."""
 
-    max_workers: int = max(1, os.cpu_count() or 1)  # evaluation.workers
+    max_workers: int = max(2, os.cpu_count() or 1)  # evaluation.workers (2: the quickstart runs anywhere)
     max_evaluations: int = 5000  # search.generations × search.pool_size
     max_shapes: int = 16
     max_objectives: int = 16

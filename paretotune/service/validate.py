@@ -204,8 +204,12 @@ def check_limits(spec: Any, limits: ServiceLimits) -> None:
         if value > limit:
             what = {"search": "search.generations × search.pool_size evaluations",
                     "shapes": "shapes", "objectives": "objectives", "name": "characters"}.get(field)
-            shown = f"{value:g} {what}" if what else f"{value:g}"
-            raise Invalid(f"{field}: {shown} is over this server's limit of {limit:g} (serve {flag})", field)
+            shown = f"{_number(value)} {what}" if what else _number(value)
+            raise Invalid(f"{field}: {shown} is over this server's limit of {_number(limit)} (serve {flag})", field)
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def _check_source(source: str, path: Path, config: ServiceConfig) -> None:
