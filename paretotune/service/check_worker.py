@@ -5,15 +5,17 @@
 ``{"body": <base64>, "content_type": ...}`` gets one answer: ``{"ok": true, "text", "name", "kind"}``,
 ``{"ok": false, "field", "error"}`` (a 422) or ``{"internal": ...}`` (a bug: a 500). Parsing and kernel
 imports of submitted campaigns happen here, so however long one takes, the server's event loop never waits
-on it, and the server can kill this process when it takes too long.
+on it, and the server can kill this process when it takes too long. A checker runs at nice +10 and starts
+light (torch and triton are imported by the first check that names a kernel): one killed for a hostile body
+is replaced often, and must not take CPU from the server while it starts.
 """
 from __future__ import annotations
 
 import base64
 import json
+import os
 import sys
 import tempfile
-import threading
 import traceback
 from dataclasses import fields
 from pathlib import Path
@@ -56,24 +58,17 @@ def answer(request: dict[str, Any], config: ServiceConfig) -> dict[str, Any]:
     return {"ok": True, "text": accepted.text, "name": accepted.name, "kind": accepted.kind}
 
 
-def _warm_up() -> None:
-    """Import torch and triton while no request waits (a check of a kernel needs them; a first check that
-    imports them meanwhile waits on the same import lock)."""
-    try:
-        import torch  # noqa: F401
-        import triton  # noqa: F401
-    except Exception:  # noqa: BLE001, S110 - missing or broken: the campaign that needs them says so
-        pass
-
-
 def main(argv: list[str]) -> int:
     if not die_with_parent(int(argv[0])):
         return 1
     config = config_from_json(sys.stdin.readline())
+    try:
+        os.nice(10)  # a hostile body must never win the CPU from the server's event loop
+    except OSError:
+        pass
     import paretotune.campaign.load  # noqa: F401
     import paretotune.service.validate  # noqa: F401
 
-    threading.Thread(target=_warm_up, daemon=True).start()
     out = sys.stdout
     out.write("ready\n")
     out.flush()

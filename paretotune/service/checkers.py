@@ -28,7 +28,7 @@ from paretotune.service.check_worker import config_to_json
 from paretotune.service.config import ServiceConfig
 
 log = logging.getLogger("paretotune.service")
-START_TIMEOUT_S = 180.0  # a checker imports torch and triton before it is ready (slow on a loaded machine)
+START_TIMEOUT_S = 120.0  # a checker is ready after paretotune's light imports (seconds on a loaded machine)
 
 
 class Busy(Exception):

@@ -199,3 +199,17 @@ def test_deeply_nested_bodies_are_422_not_500(client: TestClient) -> None:
     status, body = _post(client, deep_yaml)
     assert status == 422, body
     assert client.get("/healthz").status_code == 200
+
+
+def test_one_app_per_workdir_and_the_lock_goes_with_it(tmp_path: Path) -> None:
+    from paretotune.errors import UserError
+    from paretotune.service.lock import WorkdirLock
+
+    work = tmp_path / "work"
+    with TestClient(create_app(ServiceConfig(workdir=work)), base_url=BASE):
+        with pytest.raises(UserError, match="another paretotune server"):
+            WorkdirLock(work).acquire()
+        with pytest.raises(UserError, match="another paretotune server"):
+            with TestClient(create_app(ServiceConfig(workdir=work)), base_url=BASE):
+                pass
+    WorkdirLock(work).acquire().release()  # released when the app stopped
