@@ -94,20 +94,17 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _listen(host: str, port: int) -> socket.socket:
-    """Bind before uvicorn starts, so a taken port or a bad host is a one-line error rather than its log."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except (OSError, UnicodeError) as exc:
-        raise UserError(f"--host {host}: cannot resolve it ({getattr(exc, 'strerror', None) or exc})") from None
-    family, kind, proto, _, address = infos[0]
-    sock = socket.socket(family, kind, proto)
+    """Bind before uvicorn starts, so a taken port or a bad host is a one-line error rather than its log
+    (IPv6 for an address with ':', else IPv4, as uvicorn binds)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind(address)
+        sock.bind((host, port))
         sock.listen(128)
-    except OSError as exc:
+    except (OSError, UnicodeError, OverflowError) as exc:
         sock.close()
-        raise UserError(f"--port {port}: cannot listen on {host}:{port} ({exc.strerror or exc})") from None
+        raise UserError(f"--host {host} --port {port}: cannot listen there "
+                        f"({getattr(exc, 'strerror', None) or exc})") from None
     sock.set_inheritable(False)
     return sock
 

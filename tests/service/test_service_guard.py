@@ -25,7 +25,7 @@ TOKEN = "s3cret-token-0123456789"
 
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    limits = ServiceLimits(max_workers=4, max_evaluations=500, max_shapes=2)
+    limits = ServiceLimits(max_workers=4, max_evaluations=500, max_shapes=2, max_name_chars=50)
     with TestClient(create_app(ServiceConfig(workdir=tmp_path / "work", limits=limits)), base_url=BASE) as c:
         yield c
 
@@ -180,7 +180,7 @@ def test_acf_paths_get_one_answer_whether_or_not_they_exist(client: TestClient) 
     ({"evaluation__compile_timeout_s": 1e9}, "evaluation.compile_timeout_s", "(serve --max-timeout-s)"),
     ({"search__wall_clock_s": 1e9}, "search.wall_clock_s", "(serve --max-wall-clock-s)"),
     ({"evaluation__gpu_spares": 8}, "evaluation.gpu_spares", "limit of 3"),
-    ({"name": "n" * 201}, "name", "201 characters is over this server's limit of 200"),
+    ({"name": "n" * 60}, "name", "60 characters is over this server's limit of 50 (serve --max-name-chars)"),
 ])
 def test_budgets_over_the_operators_limits_are_refused(client: TestClient, changes: dict, field: str,
                                                        limit: str) -> None:
