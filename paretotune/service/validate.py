@@ -87,19 +87,6 @@ def _depth(data: Any) -> int:
     return deepest
 
 
-def load_yaml(text: str, where: str) -> Any:
-    """The campaign loader's budgeted YAML parser (``paretotune.campaign.safe_yaml``, from the run-hardening
-    work) when present; else ``yaml.safe_load``, and the checker's time limit is the only bound."""
-    try:
-        from paretotune.campaign.safe_yaml import load_bounded  # type: ignore[import-not-found]
-    except ImportError:
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError:
-            return None  # the loader reports it, with the line
-    return load_bounded(text, where)
-
-
 def check_campaign(text: str, scratch: Path, config: ServiceConfig) -> Accepted:
     """Validate fully (server rules, schema, limits, kernel import, knobs, shapes, objectives) or raise
     :class:`Invalid`.
@@ -108,10 +95,11 @@ def check_campaign(text: str, scratch: Path, config: ServiceConfig) -> Accepted:
     in paths (messages, relative-path resolution), never written.
     """
     from paretotune.campaign.load import campaign_from_text, make_adapter, make_objectives
+    from paretotune.campaign.safe_yaml import load_bounded
 
     path = scratch / "campaign.yaml"
     try:
-        data = load_yaml(text, str(path))
+        data = load_bounded(text, str(path))  # the loader's YAML budgets: size, nesting, alias expansion
         if isinstance(data, dict):
             check_server_rules(data, config)  # before the loader: it would look at ACF paths on disk
         campaign = campaign_from_text(text, path)
