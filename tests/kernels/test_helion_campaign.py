@@ -21,7 +21,7 @@ def test_shipped_configs_load(name: str) -> None:
     from paretotune.campaign.load import make_adapter, make_objectives
 
     campaign = load_campaign(CONFIGS / f"{name}.yaml")
-    assert make_adapter(campaign).default_config()
+    assert all(make_adapter(campaign).default_config(shape) for shape in campaign.shapes)
     assert make_objectives(campaign)
 
 
