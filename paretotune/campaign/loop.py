@@ -103,7 +103,12 @@ def make_engine(campaign: Campaign, adapter: Any, n_objectives: int) -> SearchEn
     baseline = baseline_config(adapter, campaign.shapes)
     if campaign.spec.search.strategy == "acf-only":  # no config knob is searched: the space is never derived
         return build(campaign, {k: [v] for k, v in baseline.items()}, n_objectives)
-    return build(campaign, adapter.space(), n_objectives, constraint=adapter.constraint())
+    # joint starts from the baseline config (per-shape baselines: the first shape's), when the kernel takes it
+    seed = baseline or adapter.default_config(campaign.shapes[0])
+    constraint = adapter.constraint()
+    if constraint is not None and not constraint(seed):
+        seed = {}
+    return build(campaign, adapter.space(), n_objectives, constraint=constraint, seed_config=seed)
 
 
 def make_evaluator(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Sequence[Objective]) -> Evaluator:

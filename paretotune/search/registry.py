@@ -61,12 +61,14 @@ def search_space(campaign: Any, knobs: dict[str, list[Any]], constraint: Any = N
 
 
 def build_engine(name: str, space: Any, *, n_objectives: int, pool_size: int, generations: int,
-                 seed: int) -> SearchEngine:
-    """One bare engine (not de-duplicated) over ``space``."""
+                 seed: int, seed_config: dict[str, Any] | None = None) -> SearchEngine:
+    """One bare engine (not de-duplicated) over ``space``; CompileIQ starts around ``seed_config`` if given
+    (the other engines start uniformly)."""
     if name == "compileiq":
         from paretotune.search.compileiq_engine import CompileIQEngine
 
-        return CompileIQEngine(space, num_objectives=n_objectives, pool_size=pool_size, generations=generations)
+        return CompileIQEngine(space, num_objectives=n_objectives, pool_size=pool_size, generations=generations,
+                               seed_config=seed_config)
     if name == "nsga2":
         from paretotune.search.nsga2_engine import NSGA2Engine
 
@@ -82,9 +84,10 @@ def build_engine(name: str, space: Any, *, n_objectives: int, pool_size: int, ge
     raise UserError(f"search.engine: unknown engine '{name}' (known: {', '.join(ENGINES)})")
 
 
-def make_engine(campaign: Any, space: dict[str, list[Any]], n_objectives: int, *, constraint: Any = None) -> SearchEngine:
+def make_engine(campaign: Any, space: dict[str, list[Any]], n_objectives: int, *, constraint: Any = None,
+                seed_config: dict[str, Any] | None = None) -> SearchEngine:
     """The engine a campaign asks for, over the adapter's knob ``space`` (``constraint``: which combinations
-    the kernel takes) and the campaign's ACF source."""
+    the kernel takes) and the campaign's ACF source; a joint CompileIQ search starts around ``seed_config``."""
     from paretotune.search.dedupe import Deduplicated
     from paretotune.search.sequential import SequentialEngine
 
@@ -100,7 +103,7 @@ def make_engine(campaign: Any, space: dict[str, list[Any]], n_objectives: int, *
                           "generations": spec.search.generations, "seed": spec.seed}
     name = spec.search.engine
     if spec.search.strategy in ("joint", "acf-only"):
-        return Deduplicated(build_engine(name, full, **kw), constraint=full.constraint)
+        return Deduplicated(build_engine(name, full, **kw, seed_config=seed_config), constraint=full.constraint)
     cache: dict[str, Any] = {}
 
     def phase2(config: dict[str, Any]) -> SearchEngine:

@@ -61,14 +61,16 @@ def test_space_is_helions_configspec(kind: str) -> None:
 
 def test_constraint_rejects_what_helion_rejects() -> None:
     """Combinations Helion's normalize rewrites are aliases of other points, not points: a loop option with no
-    loop (the whole row in one go), a reduction loop as wide as the row (that is no loop)."""
+    loop over the tiles (flat pid: one tile per program), a reduction loop as wide as the row (that is no loop)."""
     adapter = _scale_rows_adapter((NARROW,))
     accepts = adapter.constraint()
     base = adapter.default_config(NARROW)
-    assert base["reduction_loops"] == [None] and accepts(base)
+    assert base["pid_type"] == "flat" and base["reduction_loops"] == [None] and accepts(base)
     assert [2] in adapter.space()["range_unroll_factors"] and not accepts({**base, "range_unroll_factors": [2]})
     assert not accepts({**base, "reduction_loops": [1024]})  # N is 1024
-    assert accepts({**base, "reduction_loops": [256], "range_unroll_factors": [2]})
+    # a persistent program loops over tiles: there the unroll factor is a real knob
+    assert accepts({**base, "pid_type": "persistent_blocked", "range_unroll_factors": [2]})
+    assert accepts({**base, "reduction_loops": [256]})
 
 
 def test_tensor_descriptors_only_in_gpu_campaigns() -> None:
