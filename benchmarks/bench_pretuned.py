@@ -19,12 +19,18 @@ A kernel that fails is recorded with its reason and the script goes on. Results 
 ``OUT/pretuned.json`` and ``OUT/pretuned.csv`` after every kernel (partial results survive a kill), with the
 command, versions, date and GPU name; the table is printed last. ``--smoke``: one kernel, one generation.
 
-On the H200 (one device call may run 10 minutes: two batches into the same OUT, the table covers both)::
+Budget: each campaign costs ~40 s of start-up and baseline and ~30 s of validation before any search, so
+720 s for all 10 kernels (the default) leaves 1 generation each, and the script warns. One device call may
+run 10 minutes; three calls of ~540 s give 3 generations x 15 per campaign. On the H200, from the project
+root with ``.workloads`` carried (the same OUT for all three: the table covers every kernel run so far)::
 
-    python benchmarks/bench_pretuned.py --out benchmarks/results/pretuned_h200 --budget-s 420 \
-        --kernels softmax,rms_norm,layer_norm,vector_add,cross_entropy
-    python benchmarks/bench_pretuned.py --out benchmarks/results/pretuned_h200 --budget-s 420 \
-        --kernels silu_mul_fp8,dynamic_per_token_scaled_fp8_quant,rms_norm_dynamic_per_token_quant,rms_norm_per_block_quant,scaled_mm
+    python benchmarks/bench_pretuned.py --smoke --out /tmp/pretuned_smoke          # ~2-3 min
+    python benchmarks/bench_pretuned.py --out benchmarks/results/pretuned_h200 --budget-s 540 \
+        --kernels softmax,rms_norm,layer_norm
+    python benchmarks/bench_pretuned.py --out benchmarks/results/pretuned_h200 --budget-s 540 \
+        --kernels vector_add,cross_entropy,silu_mul_fp8
+    python benchmarks/bench_pretuned.py --out benchmarks/results/pretuned_h200 --budget-s 540 \
+        --kernels dynamic_per_token_scaled_fp8_quant,rms_norm_dynamic_per_token_quant,rms_norm_per_block_quant,scaled_mm
 """
 from __future__ import annotations
 
@@ -166,19 +172,29 @@ def main() -> int:
     parser.add_argument("--generations", type=int, default=6, help="the most generations per campaign")
     parser.add_argument("--pool-size", type=int, default=15)
     parser.add_argument("--rounds", type=int, default=20, help="validation rounds per arm")
-    parser.add_argument("--smoke", action="store_true", help="one kernel (rms_norm), one generation, both strategies")
+    parser.add_argument("--smoke", action="store_true",
+                        help="one kernel (rms_norm), one generation, acf-only only, 10 validation rounds")
     args = parser.parse_args()
     kernels = ["rms_norm"] if args.smoke else [k.strip() for k in args.kernels.split(",") if k.strip()]
+    strategies = ("acf-only",) if args.smoke else ("acf-only", "joint")
+    if args.smoke:
+        args.rounds, args.budget_s = 10, min(args.budget_s, 240.0)
     unknown = [k for k in kernels if k not in WORKLOAD_SHAPES]
     if unknown:
         parser.error(f"unknown kernel(s) {unknown} (known: {', '.join(WORKLOAD_SHAPES)})")
     workloads = args.workloads.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    per_campaign = args.budget_s / len(kernels) / 2 - VALIDATE_S
+    per_campaign = args.budget_s / len(kernels) / len(strategies) - VALIDATE_S
     fit = int((per_campaign - STARTUP_S) / (args.pool_size * SECONDS_PER_CANDIDATE))
     generations = 1 if args.smoke else max(1, min(args.generations, fit))
-    search_wall = max(10.0, per_campaign - STARTUP_S)
+    search_wall = max(20.0, per_campaign - STARTUP_S)
+    fixed = len(kernels) * len(strategies) * (STARTUP_S + VALIDATE_S)
+    if fixed + len(kernels) * len(strategies) * 20 > args.budget_s:
+        print(f"warning: {args.budget_s:.0f} s is below this call's fixed cost (~{fixed:.0f} s of start-up and "
+              f"validation for {len(kernels)} kernel(s) x {len(strategies)} campaign(s)): each campaign gets "
+              f"{generations} generation(s) and {search_wall:.0f} s of search; fewer kernels per call give "
+              "each more", flush=True)
     summary_path = args.out / "pretuned.json"
     summary: dict[str, Any] = json.loads(summary_path.read_text()) if summary_path.is_file() else {"kernels": {}}
     summary.setdefault("calls", []).append({
@@ -197,7 +213,7 @@ def main() -> int:
         folder.mkdir(exist_ok=True)
         if not (workloads / kernel / f"{kernel}.py").is_file():
             record.update(runs=False, why_not=f"not materialised: {workloads / kernel}")
-        for strategy in ("acf-only", "joint"):
+        for strategy in strategies:
             if record.get("runs") is False:
                 break
             left = args.budget_s - (time.monotonic() - started)
