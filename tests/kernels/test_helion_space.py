@@ -190,3 +190,19 @@ def test_default_reference_gpu() -> None:
     assert adapter.prepare(base, WIDE, None, adapter.make_inputs(WIDE, "cuda", 0)).reference is None
     assert check_candidate(adapter, {**base, "num_warps": 4, "block_sizes": [2]}, WIDE, None, "cuda", seed=3) is None
     assert check_candidate(adapter, {}, WIDE, None, "cuda", seed=3) is None  # the per-shape baseline marker
+
+
+def test_pin_for_per_shape_baselines_names_each_shapes_config() -> None:
+    """An acf-only winner over per-shape baselines (config ``{}``) is pinned as one Config per shape."""
+    from paretotune.execution.validation import pin_snippet
+
+    adapter = _scale_rows_adapter((NARROW, WIDE))
+    per_shape = {s.label: adapter.default_config(s) for s in (NARROW, WIDE)}
+    text = pin_snippet("scale_rows.py:scale_rows", {}, "cand3_x.acf", {"narrow": 1.02, "wide": 1.01},
+                       per_shape=per_shape)
+    scope: dict = {"__file__": "/tmp/pin.py"}
+    exec(compile(text, "pin.py", "exec"), scope)  # noqa: S102 - the snippet is what a user runs
+    configs = scope["CONFIGS"]
+    assert set(configs) == {"narrow", "wide"}
+    assert configs["narrow"].num_warps == 4 and configs["wide"].num_warps == 8
+    assert configs["wide"].config["advanced_controls_file"].endswith("cand3_x.acf")
