@@ -105,7 +105,7 @@ def make_engine(campaign: Campaign, adapter: Any, n_objectives: int) -> SearchEn
         return build(campaign, {k: [v] for k, v in baseline.items()}, n_objectives)
     # joint starts from the baseline config (per-shape baselines: the first shape's), when the kernel takes it
     seed = baseline or adapter.default_config(campaign.shapes[0])
-    constraint = adapter.constraint()
+    constraint = getattr(adapter, "constraint", lambda: None)()  # adapters without one take every config
     if constraint is not None and not constraint(seed):
         seed = {}
     return build(campaign, adapter.space(), n_objectives, constraint=constraint, seed_config=seed)
