@@ -41,6 +41,7 @@ from typing import Any, Protocol
 
 from paretotune.campaign.load import Campaign, check_acf_files, make_adapter, make_objectives
 from paretotune.errors import UserError
+from paretotune.kernels.base import baseline_config
 from paretotune.objectives.base import Objective
 from paretotune.pareto.attribution import TWIN_OF
 from paretotune.records import Candidate, TrialRecord
@@ -99,7 +100,15 @@ def minimization_vector(record: TrialRecord, columns: Sequence[ObjectiveColumn])
 def make_engine(campaign: Campaign, adapter: Any, n_objectives: int) -> SearchEngine:
     from paretotune.search.registry import make_engine as build
 
-    return build(campaign, adapter.space(), n_objectives)
+    baseline = baseline_config(adapter, campaign.shapes)
+    if campaign.spec.search.strategy == "acf-only":  # no config knob is searched: the space is never derived
+        return build(campaign, {k: [v] for k, v in baseline.items()}, n_objectives)
+    # joint starts from the baseline config (per-shape baselines: the first shape's), when the kernel takes it
+    seed = baseline or adapter.default_config(campaign.shapes[0])
+    constraint = getattr(adapter, "constraint", lambda: None)()  # adapters without one take every config
+    if constraint is not None and not constraint(seed):
+        seed = {}
+    return build(campaign, adapter.space(), n_objectives, constraint=constraint, seed_config=seed)
 
 
 def make_evaluator(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Sequence[Objective]) -> Evaluator:
@@ -267,7 +276,7 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
     evaluator = make_evaluator(campaign, ptxas, run, objectives)
     try:
         if state.next_id == 0:  # the default-compiler baseline is always evaluated first and kept
-            baseline = Candidate(candidate_id=0, generation=0, config=adapter.default_config(), acf=None,
+            baseline = Candidate(candidate_id=0, generation=0, config=baseline_config(adapter, campaign.shapes), acf=None,
                                  is_baseline=True)
             for rec in evaluate([baseline]):
                 keep(rec)
@@ -345,15 +354,35 @@ def prepare_run(campaign: Campaign, ptxas: Ptxas, seed: int) -> dict[str, Any]:
 
     check_acf_files(campaign)
     objectives = make_objectives(campaign)
-    make_adapter(campaign, trial_import=True)  # resolve the kernel before any work: a typo fails now
+    adapter = make_adapter(campaign, trial_import=True)  # resolve the kernel before any work: a typo fails now
     require_device(campaign, objectives)
-    return run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed)
+    meta = run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed)
+    meta["kernel"] = kernel_meta(campaign, adapter)
+    return meta
 
 
 def start_run(campaign: Campaign, out: Path, ptxas: Ptxas, seed: int) -> RunDir:
     """Create the run directory with the campaign copy and metadata (for callers that lock it themselves)."""
     objectives = make_objectives(campaign)
-    make_adapter(campaign)
+    adapter = make_adapter(campaign)
+    meta = run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed)
+    meta["kernel"] = kernel_meta(campaign, adapter)
     run = RunDir(out)
-    run.create(campaign.text, run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed))
+    run.create(campaign.text, meta)
     return run
+
+
+def kernel_meta(campaign: Campaign, adapter: Any) -> dict[str, Any]:
+    """Where each shape's baseline config came from, and what a derived space leaves out (``notes``: one line
+    each, printed by ``paretotune run``)."""
+    baselines = {s.label: adapter.default_config(s) for s in campaign.shapes}
+    sources = dict(getattr(adapter, "baseline_source", {}) or {})
+    notes = [f"baseline {label}: {sources[label]}" for label in baselines if label in sources]
+    if campaign.spec.search.strategy == "acf-only":
+        notes.append("strategy acf-only: every candidate keeps its shape's baseline config; only ACFs are searched")
+    else:
+        adapter.space()  # a derived space says what it restricts only once it is built
+        note = getattr(adapter, "space_note", None)
+        if note:
+            notes.append(note)
+    return {"baselines": baselines, "baseline_sources": sources, "notes": notes}

@@ -52,6 +52,8 @@ def main(args: argparse.Namespace) -> int:
     export_for_triton(ptxas)
     out = args.out or Path("runs") / f"{campaign.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     meta = prepare_run(campaign, ptxas, campaign.spec.seed)  # everything checkable, before the folder exists
+    for note in meta.get("kernel", {}).get("notes", []):
+        print(note)
     run = RunDir(out)
     with run.claim() as made_here:  # the lock is held before anything is written
         try:

@@ -71,7 +71,7 @@ def validate_shape(adapter: KernelAdapter, shape: Shape, candidates: list[dict[s
         sync(device)
         return prepared
 
-    arms[CONTROL_ID] = bind(0, adapter.default_config(), None)
+    arms[CONTROL_ID] = bind(0, adapter.default_config(shape), None)
     for cand, acf in passed:
         try:
             arms[cand["candidate_id"]] = bind(cand["candidate_id"] + 1, cand["config"], acf)

@@ -62,8 +62,12 @@ class KernelAdapter(Protocol):
     def space(self) -> dict[str, list[Any]]:
         """Kernel-config knobs and their allowed values (the first value of each is not special)."""
 
-    def default_config(self) -> dict[str, Any]:
-        """The config the baseline uses (the kernel author's pick)."""
+    def default_config(self, shape: Shape) -> dict[str, Any]:
+        """The config the baseline uses for ``shape`` (where the kernel's user gets it: the kernel author's
+        pick, or a Helion kernel's per-shape AOT heuristic). Every ratio is to that shape's baseline."""
+
+    def constraint(self) -> Callable[[Mapping[str, Any]], bool] | None:
+        """Which configs of :meth:`space` the kernel takes (None: all of them)."""
 
     def compile_ptx(self, config: Mapping[str, Any], shape: Shape, target: TargetArch) -> KernelPTX:
         """Compile to PTX for ``target`` without a GPU (no ACF: ptxas runs later, per ACF)."""
@@ -122,6 +126,13 @@ def check_shape_keys(params: Mapping[str, Any], make: Callable[[Mapping[str, Any
     unknown = [k for k in params if k not in tracked.read]
     if unknown and not tracked.listed:
         raise UnknownShapeKey(unknown[0], sorted(tracked.read))
+
+
+def baseline_config(adapter: KernelAdapter, shapes: tuple[Shape, ...]) -> dict[str, Any]:
+    """The baseline candidate's config: the shapes' common baseline config, or ``{}`` when they differ, which
+    stands for "each shape at its own baseline config" (only adapters with per-shape baselines produce it)."""
+    configs = [adapter.default_config(s) for s in shapes]
+    return configs[0] if all(c == configs[0] for c in configs[1:]) else {}
 
 
 def validate_config(space: Mapping[str, list[Any]], config: Mapping[str, Any], where: str) -> None:

@@ -1,7 +1,7 @@
 """A campaign may narrow an adapter's knob space or change its baseline config without touching code."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,33 +18,48 @@ class OverriddenAdapter:
         self.inner = inner
         self.name = inner.name
         self._space = {**inner.space(), **(space or {})}
-        base_default = inner.default_config()
-        # a narrowed knob whose default fell out of the space takes the first allowed value
-        for key, values in (space or {}).items():
-            if base_default.get(key) not in values:
-                base_default[key] = values[0]
-        self._default = {**base_default, **(default or {})}
+        self._narrowed = dict(space or {})
+        self._override = dict(default or {})
 
     def space(self) -> dict[str, list[Any]]:
         return dict(self._space)
 
-    def default_config(self) -> dict[str, Any]:
-        return dict(self._default)
+    def default_config(self, shape: Shape) -> dict[str, Any]:
+        """The inner baseline for ``shape`` with the campaign's ``kernel.default`` values on top."""
+        base_default = self.inner.default_config(shape)
+        # a narrowed knob whose default fell out of the space takes the first allowed value
+        for key, values in self._narrowed.items():
+            if base_default.get(key) not in values:
+                base_default[key] = values[0]
+        return {**base_default, **self._override}
+
+    def constraint(self) -> Callable[[Mapping[str, Any]], bool] | None:
+        return self.inner.constraint()
+
+    def __getattr__(self, name: str) -> Any:
+        """Anything else (baseline_source, space_note, ...) is the inner adapter's."""
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
 
     def compile_ptx(self, config: Mapping[str, Any], shape: Shape, target: TargetArch) -> KernelPTX:
-        return self.inner.compile_ptx(config, shape, target)
+        return self.inner.compile_ptx(self._resolve(config, shape), shape, target)
 
     def precompile(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, target: TargetArch) -> KernelPTX:
-        return self.inner.precompile(config, shape, acf, target)
+        return self.inner.precompile(self._resolve(config, shape), shape, acf, target)
 
     def make_inputs(self, shape: Shape, device: str, seed: int) -> Inputs:
         return self.inner.make_inputs(shape, device, seed)
 
     def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, inputs: Inputs) -> Prepared:
-        return self.inner.prepare(config, shape, acf, inputs)
+        return self.inner.prepare(self._resolve(config, shape), shape, acf, inputs)
 
     def check_shape(self, shape: Shape, config: Mapping[str, Any]) -> None:
-        self.inner.check_shape(shape, config)
+        self.inner.check_shape(shape, self._resolve(config, shape))
 
     def check_space(self, space: Mapping[str, list[Any]]) -> None:
         self.inner.check_space(space)
+
+    def _resolve(self, config: Mapping[str, Any], shape: Shape) -> Mapping[str, Any]:
+        """The empty per-shape baseline marker means this adapter's baseline (with the overrides)."""
+        return config if config else self.default_config(shape)

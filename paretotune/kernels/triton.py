@@ -108,8 +108,12 @@ class TritonAdapter:
     def space(self) -> dict[str, list[Any]]:
         return dict(self.spec.space)
 
-    def default_config(self) -> dict[str, Any]:
+    def default_config(self, shape: Shape) -> dict[str, Any]:
+        """The spec's default: one config for every shape."""
         return dict(self.spec.default)
+
+    def constraint(self) -> None:
+        return None
 
     def _ordered_args(self, inputs: dict[str, Any], shape: Shape, config: Mapping[str, Any]) -> list[Any]:
         named = self.spec.args(inputs, shape.params, config)

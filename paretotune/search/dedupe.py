@@ -5,6 +5,10 @@ x 6 ACFs) most of a random or evolutionary batch is repeats. The wrapper hands t
 and tells the inner engine the cached score for the repeats, so the inner engine sees every proposal scored.
 A failure is cached too: on a static (deterministic) campaign a failing point fails again.
 
+A ``constraint`` (the kernel's rule for which knob combinations it takes, e.g. Helion's ConfigSpec) is
+applied here, once for every engine: a rejected point is never handed out; the inner engine is told it
+failed, and the rejection is cached like any other failure (``rejected`` counts them).
+
 When ``max_attempts`` inner batches in a row bring nothing new, the space is taken to be exhausted and
 ``ask`` returns ``[]``, which ends the campaign early.
 """
@@ -13,6 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from paretotune.search.base import Proposal, SearchEngine, is_asynchronous
 from paretotune.search.space import point_key
@@ -28,8 +34,11 @@ class Deduplicated:
     """Wraps an engine; ``cache`` (point key -> score) may be shared between engines of one campaign."""
 
     def __init__(self, inner: SearchEngine, *, cache: dict[str, Score] | None = None,
-                 max_attempts: int = 50) -> None:
+                 max_attempts: int = 50, constraint: Callable[[Mapping[str, Any]], bool] | None = None) -> None:
         self.inner = inner
+        self.constraint = constraint
+        self.rejected = 0  # distinct points the constraint refused
+        self._verdicts: dict[str, bool] = {}  # config -> constraint verdict (the same config comes with many ACFs)
         self.cache: dict[str, Score] = {} if cache is None else cache
         self.max_attempts = max_attempts
         self._keys: dict[str, str] = {}  # engine_id handed out -> its point key
@@ -57,6 +66,9 @@ class Deduplicated:
                     known[p.engine_id] = self.cache[key]
                 elif key in first_of:
                     twins[p.engine_id] = first_of[key]
+                elif not self._allowed(p.config):
+                    self.cache[key] = known[p.engine_id] = None  # the kernel rejects it: a failure, never built
+                    self.rejected += 1
                 else:
                     first_of[key] = p.engine_id
                     keys[p.engine_id] = key
@@ -74,6 +86,14 @@ class Deduplicated:
                 self._twins.update(twins)
             self.inner.tell(known)
         return []
+
+    def _allowed(self, config: Mapping[str, Any]) -> bool:
+        if self.constraint is None:
+            return True
+        key = json.dumps(config, sort_keys=True, default=str)
+        if key not in self._verdicts:
+            self._verdicts[key] = bool(self.constraint(config))
+        return self._verdicts[key]
 
     def tell(self, scores: dict[str, Score]) -> None:
         """A generational inner engine gets its whole batch at once (the repeats' cached scores added); an
