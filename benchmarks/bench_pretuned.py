@@ -188,7 +188,9 @@ def main() -> int:
     per_campaign = args.budget_s / len(kernels) / len(strategies) - VALIDATE_S
     fit = int((per_campaign - STARTUP_S) / (args.pool_size * SECONDS_PER_CANDIDATE))
     generations = 1 if args.smoke else max(1, min(args.generations, fit))
-    search_wall = max(20.0, per_campaign - STARTUP_S)
+    # a campaign's wall_clock_s counts from its start, start-up and baseline included: on the H200 (2026-12-01)
+    # a 20 s limit left every campaign with its baseline alone
+    search_wall = max(STARTUP_S + 20.0, per_campaign)
     fixed = len(kernels) * len(strategies) * (STARTUP_S + VALIDATE_S)
     if fixed + len(kernels) * len(strategies) * 20 > args.budget_s:
         print(f"warning: {args.budget_s:.0f} s is below this call's fixed cost (~{fixed:.0f} s of start-up and "
