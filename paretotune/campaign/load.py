@@ -197,12 +197,9 @@ def _check_shapes(campaign: Campaign, adapter: KernelAdapter) -> None:
     inner = getattr(adapter, "inner", adapter)
     if not isinstance(inner, TritonAdapter):
         return
-    config = adapter.default_config()
     for i, shape in enumerate(campaign.shapes):
         try:
-            inputs = inner.spec.inputs(shape.params, "meta", 0)
-            inner.spec.args(inputs, shape.params, config)
-            inner.spec.grid(shape.params, config)
+            inner.check_shape(shape, adapter.default_config())
         except Exception as exc:  # noqa: BLE001 - whatever the kernel's factories raise means a bad shape
             what = f"missing parameter {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
             raise UserError(f"{campaign.path}: shapes[{i}]: kernel '{adapter.name}' cannot make inputs for "

@@ -30,12 +30,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from paretotune.campaign.load import check_toolchain
+    from paretotune.campaign.load import check_toolchain, make_objectives
+    from paretotune.execution.gpu_check import require_gpu_for
     from paretotune.campaign.loop import start_run
     from paretotune.store.run_dir import META
     from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 
     campaign = load_campaign(args.config)
+    require_gpu_for(make_objectives(campaign), f"{campaign.path}: objectives")
     if args.seed is not None:
         campaign = campaign.with_seed(args.seed)
     if args.resume:

@@ -79,10 +79,25 @@ class KernelAdapter(Protocol):
         """Build for the GPU with ``acf`` applied; the launch reads and writes ``inputs`` (from make_inputs)."""
 
 
-def validate_config(space: Mapping[str, list[Any]], config: Mapping[str, Any], where: str) -> None:
-    """Reject configs with unknown knobs or values outside the space (one-line message)."""
-    from paretotune.errors import UserError
+# a baseline config that is a function of the shape: resolved by the adapter for each shape it builds
+PER_SHAPE_DEFAULT = ("default", "per-shape")
 
+
+def validate_config(space: Mapping[str, list[Any]], config: Mapping[str, Any], where: str) -> None:
+    """Reject configs with unknown knobs or values outside the space (one-line message). A flat config from an
+    explicit config list must contain one of the listed configs; the per-shape default marker is accepted."""
+    from paretotune.errors import UserError
+    from paretotune.search.space import CONFIG_LIST_KNOB
+
+    config = dict(config)
+    if config.get(PER_SHAPE_DEFAULT[0]) == PER_SHAPE_DEFAULT[1]:
+        return
+    listed = space.get(CONFIG_LIST_KNOB)
+    if listed and not isinstance(config.get(CONFIG_LIST_KNOB), Mapping) and all(isinstance(c, Mapping) for c in listed):
+        match = next((c for c in listed if all(config.get(k) == v for k, v in c.items())), None)
+        if match is None:
+            raise UserError(f"{where}: {config} is none of the kernel's {len(listed)} listed configs")
+        config = {k: v for k, v in config.items() if k not in match}
     for key, value in config.items():
         if key not in space:
             raise UserError(f"{where}: unknown kernel knob '{key}' (known: {', '.join(space)})")
