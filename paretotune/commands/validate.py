@@ -32,7 +32,6 @@ def main(args: argparse.Namespace) -> int:
     from paretotune.execution.validation import validate_run
 
     require_gpu("paretotune validate (it re-measures runtimes)")
-
     result = validate_run(args.run_dir, candidates=args.candidates, top=args.top, rounds=args.rounds,
                           rep_ms=args.rep_ms, warmup_ms=args.warmup_ms, alpha=args.alpha,
                           min_effect=args.min_effect)

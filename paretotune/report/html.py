@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from paretotune.pareto.convention import header, is_time
 from paretotune.report.data import ReportData
 from paretotune.report.figures import figures
 
@@ -108,7 +109,8 @@ def _summary(data: ReportData) -> str:
     if s.hypervolume is None:
         hv = "n/a (no successful baseline)"
     else:
-        hv = f"{s.hypervolume:.4g} (baseline-ratio space; 0 = nothing beats the baseline)"
+        hv = (f"{s.hypervolume:.4g} (baseline-ratio space; 0 = no candidate is at least as good as the baseline on "
+              "every objective at once, though one may still win on a single objective: see the front)")
     items = [("Kernel", f"<code>{_e(s.kernel)}</code>"), ("Shapes", "; ".join(_e(x) for x in s.shapes) or "-"),
              ("Objectives", objectives), ("Budget", _e(s.budget)), ("Target", _e(s.target)),
              ("Toolchain", versions), ("Seed", _e("-" if s.seed is None else str(s.seed))),
@@ -168,7 +170,7 @@ def _front(data: ReportData) -> str:
         return _section("front", "Pareto front", [_note("no candidate evaluated successfully")])
     headers = ["rank", "id", "gen", "acf"]
     for c in data.columns:
-        headers += [c.column, "ratio"]
+        headers += [header(c), "speedup" if is_time(c) else "x baseline"]
     headers += ["crowding", "acf share", "config"]
     rows, classes = [], []
     for _, r in front.iterrows():

@@ -46,7 +46,10 @@ def test_json_report(tmp_path: Path, capsys: pytest.CaptureFixture[str],
     assert [r["candidate_id"] for r in doc["front"]] == [1, 2]
     first = doc["front"][0]
     assert first["acf"] == ACF and first["config"] == {"BLOCK": 128} and first["crowding"] is None  # inf -> null
-    assert first["values"]["runtime@a"] == {"value": 0.1, "ratio": pytest.approx(0.5)}
+    # raw value and ratio kept; a time objective also reads as a speedup (baseline / candidate)
+    assert first["values"]["runtime@a"] == {"value": 0.1, "unit": "ms", "ratio": pytest.approx(0.5),
+                                            "speedup": pytest.approx(2.0)}
+    assert "speedup" not in first["values"]["occupancy@a"] and first["values"]["occupancy@a"]["unit"] == "%"
     assert doc["excluded"] == [{"candidate_id": 4, "status": "failed",
                                 "reason": "status=failed: ptxas: too many registers"}]
     assert [r["candidate_id"] for r in doc["all_shapes"]] == [1]
@@ -60,7 +63,9 @@ def test_text_report(tmp_path: Path, capsys: pytest.CaptureFixture[str],
     out = run_front(run_dir, capsys)
     assert "5 evaluated, 1 excluded, 2 on the Pareto front" in out
     assert ACF[:12] in out and ACF[:13] not in out
-    assert "0.1 (0.500x)" in out and "BLOCK=128" in out
+    assert "0.1 (2.000x)" in out and "BLOCK=128" in out  # runtime as a speedup, the same reading as all-shapes
+    assert "runtime@a [ms, speedup]" in out and "occupancy@a [%, x baseline]" in out
+    assert "ordered by knee pick" in out
     assert "every shape" in out and "2.000x (a)" in out
     assert "candidate 4: status=failed: ptxas: too many registers" in out
 
