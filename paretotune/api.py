@@ -1,16 +1,18 @@
 """The public Python API: run a campaign from a file or a dict, with kernels given as objects, then read it.
 
-Safe in a notebook cell or a script without an ``if __name__ == "__main__"`` guard: worker processes fork
-from paretotune's fork server (they never re-import ``__main__``), and a kernel object reaches them pickled
-by value (:mod:`paretotune.kernels.inline`), so a kernel defined in a cell works.
+Safe in a notebook cell or a script without an ``if __name__ == "__main__"`` guard: multiprocessing's
+fork-server and spawn children re-run the main script unless ``__main__`` hides its path, so :func:`run` and
+:meth:`Run.validate` hide it while they start workers (a notebook has none to hide); a kernel object reaches
+the workers pickled by value (:mod:`paretotune.kernels.inline`), so a kernel defined in a cell works.
 """
 from __future__ import annotations
 
 import contextlib
 import io
 import os
+import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,8 +57,9 @@ class Run:
         from paretotune.execution.validation import run_validation
 
         require_gpu("Run.validate (it re-measures runtimes)")
-        return run_validation(self.path, candidates=candidates, top=top, rounds=rounds, rep_ms=rep_ms,
-                              warmup_ms=warmup_ms, alpha=alpha, min_effect=min_effect)
+        with main_not_reimported():
+            return run_validation(self.path, candidates=candidates, top=top, rounds=rounds, rep_ms=rep_ms,
+                                  warmup_ms=warmup_ms, alpha=alpha, min_effect=min_effect)
 
     def report(self, out: str | Path | None = None, *, png: bool = True) -> Path:
         """Write the self-contained HTML report (and PNGs); returns the page's path."""
@@ -102,9 +105,29 @@ def run(campaign: str | Path | Mapping[str, Any], *, out: str | Path | None = No
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     folder = Path(out) if out is not None else Path("runs") / f"{loaded.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     run_dir = start_run(loaded, folder, ptxas, loaded.spec.seed)
-    with run_dir.lock(), contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
+    with run_dir.lock(), main_not_reimported(), (contextlib.redirect_stdout(io.StringIO()) if quiet
+                                                 else contextlib.nullcontext()):
         execute(loaded, run_dir, ptxas, quiet=quiet)
     return Run(run_dir.path)
+
+
+@contextlib.contextmanager
+def main_not_reimported() -> Iterator[None]:
+    """Hide ``__main__``'s file and spec while workers start: multiprocessing's spawn and fork-server children
+    otherwise re-run the calling script, which without a ``__main__`` guard starts the campaign again in
+    every worker ("worker process crashed", then a run-lock error). Workers need nothing from ``__main__``."""
+    main = sys.modules.get("__main__")
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if main is not None and k in main.__dict__}
+    for key in saved:
+        if key == "__spec__":
+            main.__spec__ = None  # type: ignore[union-attr]
+        else:
+            delattr(main, key)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            setattr(main, key, value)
 
 
 def _load(campaign: str | Path | Mapping[str, Any], kernel: Any) -> Any:

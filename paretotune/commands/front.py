@@ -196,9 +196,9 @@ def render_text(report: FrontReport) -> str:
                      f"hypervolume over baseline (ratio space): {report.hypervolume:.4g}"
                      + (f" (left out, the same for every candidate: {', '.join(report.constant)})"
                         if report.constant else ""))
-        if report.hypervolume == 0 and len(report.front) > 1:
-            lines.append("  hypervolume 0: no candidate is at least as good as the baseline on every objective at "
-                         "once; front 0 below still shows each one-objective win")
+        if report.hypervolume == 0 and not report.front["is_baseline"].fillna(False).astype(bool).all():
+            lines.append("  hypervolume 0: no candidate beats the baseline on every objective at once (a win on one "
+                         "objective with a tie on another adds no volume); front 0 below shows the one-objective wins")
         lines.append("numbers: speedup = baseline / candidate for time objectives (> 1 is faster); "
                      "x baseline = value / baseline for the others")
     lines.append("")

@@ -189,23 +189,35 @@ class TritonAdapter:
         return {k: list(v) for k, v in self._space.items()}
 
     def default_config(self) -> dict[str, Any]:
-        """The spec's default, else the first listed config (an autotuned kernel's first), else each knob's
-        first value. A default that depends on the shape is resolved per shape when it is built."""
+        """The spec's default, else the first listed config (for an autotuned kernel with
+        ``early_config_prune``, the first it keeps for each shape), else each knob's first value. A default
+        that depends on the shape is resolved per shape when it is built."""
         from paretotune.search.space import flatten_config
 
-        if callable(self.spec.default):
+        if callable(self.spec.default) or (self.spec.default is None and self._prune() is not None
+                                           and self.spec.space is None):
             return dict([PER_SHAPE_DEFAULT])
         if self.spec.default is not None:
             return dict(self.spec.default)
         return flatten_config({k: v[0] for k, v in self._space.items()})
 
+    def _prune(self) -> Callable[..., Any] | None:
+        tuner = self.parts.autotuner
+        return getattr(tuner, "early_config_prune", None) if tuner is not None else None
+
     def resolve(self, config: Mapping[str, Any], shape: Shape) -> dict[str, Any]:
         """The concrete config for one shape: a per-shape default is filled in (other keys win)."""
         key, marker = PER_SHAPE_DEFAULT
-        if config.get(key) != marker or not callable(self.spec.default):
+        if config.get(key) != marker:
             return dict(config)
         rest = {k: v for k, v in config.items() if k != key}
-        return {**dict(self.spec.default(shape.params)), **rest}
+        if callable(self.spec.default):
+            return {**dict(self.spec.default(shape.params)), **rest}
+        tuner, prune = self.parts.autotuner, self._prune()
+        assert tuner is not None and prune is not None
+        named = self.named_args(self.make_inputs(shape, "meta", 0), shape, config_dict(tuner.configs[0]))
+        kept = prune(list(tuner.configs), {k: v for k, v in named.items() if k not in tuner.configs[0].kwargs})
+        return {**config_dict(kept[0]), **rest}
 
     # -- arguments -------------------------------------------------------------------------------------------
     def make_inputs(self, shape: Shape, device: str, seed: int) -> Inputs:
@@ -258,9 +270,8 @@ class TritonAdapter:
 
     def _check_pruned(self, config: Mapping[str, Any], named: Mapping[str, Any]) -> None:
         """A config the autotuner's ``early_config_prune`` drops for this shape is not built."""
-        tuner = self.parts.autotuner
-        prune = getattr(tuner, "early_config_prune", None) if tuner is not None else None
-        if prune is None:
+        tuner, prune = self.parts.autotuner, self._prune()
+        if tuner is None or prune is None:
             return
         from triton import Config
 
