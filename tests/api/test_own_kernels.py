@@ -190,3 +190,22 @@ def test_notebook_style_code_drives_a_campaign_in_one_process(tmp_path: Path, ho
     assert n == 9 and ok == 9
     campaign = (tmp_path / "run" / "campaign.yaml").read_text()
     assert "paretotune.kernels.inline:scale_kernel_" in campaign
+
+
+def test_kernels_guide_shows_the_files_ci_runs() -> None:
+    """docs/kernels.md quotes the example files verbatim, so what it shows is what these tests run."""
+    guide = (ROOT / "docs" / "kernels.md").read_text()
+    for name in ("vector_add.py", "vector_add.yaml"):
+        body = "\n".join(x for x in (EXAMPLES / name).read_text().splitlines() if not x.startswith("#"))
+        assert body.strip() in guide, name
+    assert "docs/kernels.md" in (ROOT / "README.md").read_text()
+
+
+@pytest.mark.slow
+def test_helion_example_runs_from_its_campaign(tmp_path: Path) -> None:
+    done = _cli("run", "helion_add.yaml", "--out", str(tmp_path / "run"), "--quiet")
+    assert done.returncode == 0, done.stderr
+    results = pd.read_json(tmp_path / "run" / "results.jsonl", lines=True)
+    assert len(results) == 9 and (results["status"] == "ok").sum() >= 8
+    assert json.loads(results.loc[results["is_baseline"], "config"].iloc[0]) == {"block_sizes": [1024],
+                                                                                 "num_warps": 4}
