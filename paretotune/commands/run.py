@@ -27,6 +27,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true",
                         help="if --out already holds a run of this campaign, continue it (else start it)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--json", action="store_true",
+                        help="no progress bar; print the front as JSON (as 'paretotune front --json') at the end")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -46,7 +48,7 @@ def main(args: argparse.Namespace) -> int:
         if (args.out / META).is_file():
             from paretotune.commands.resume import resume_run
 
-            return resume_run(args.out, quiet=args.quiet, expect=campaign, seed=args.seed)
+            return resume_run(args.out, quiet=args.quiet or args.json, expect=campaign, seed=args.seed)
     ptxas = find_ptxas()
     check_toolchain(campaign, ptxas)
     export_for_triton(ptxas)
@@ -54,11 +56,11 @@ def main(args: argparse.Namespace) -> int:
     out = args.out or Path("runs") / f"{campaign.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     run = start_run(campaign, out, ptxas, campaign.spec.seed)
     with run.lock():
-        return execute(campaign, run, ptxas, quiet=args.quiet)
+        return execute(campaign, run, ptxas, quiet=args.quiet or args.json, as_json=args.json)
 
 
 def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engine: SearchEngine | None = None,
-            point: ResumePoint | None = None) -> int:
+            point: ResumePoint | None = None, as_json: bool = False) -> int:
     """Run (or continue) the loop with a progress bar, then print the front."""
     from paretotune.campaign.loop import run_campaign
 
@@ -70,8 +72,13 @@ def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engin
                                state=point.state if point else None, in_flight=point.in_flight if point else None)
     failed = sum(r.status != "ok" for r in records)
     stored = f" ({before + len(records)} stored in all)" if point is not None else ""
-    print(f"\n{len(records)} candidates evaluated ({failed} failed) in {time.perf_counter() - started:.1f} s{stored}")
     _write_progress(run)
+    if as_json:
+        from paretotune.commands.front import build_report, render_json
+
+        print(render_json(build_report(run.path)))
+        return 0
+    print(f"\n{len(records)} candidates evaluated ({failed} failed) in {time.perf_counter() - started:.1f} s{stored}")
     print_front(run)
     return 0
 

@@ -29,13 +29,22 @@ def test_vector_add_example_runs_from_its_campaign(tmp_path: Path) -> None:
     """docs/examples/vector_add.py (8 lines) + vector_add.yaml: a real static campaign on the CPU."""
     lines = [x for x in (EXAMPLES / "vector_add.py").read_text().splitlines() if x.strip()]
     assert len(lines) <= 8
-    done = _cli("run", "vector_add.yaml", "--out", str(tmp_path / "run"), "--quiet")
+    done = _cli("run", "vector_add.yaml", "--out", str(tmp_path / "run"), "--json")
     assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)  # --json: the front document and nothing else on stdout
+    assert doc["front_order"].startswith("ordered by knee pick") and doc["front"]
+    assert doc["baseline"]["units"] == {"registers": "regs", "theoretical_occupancy": "%"}
+    cell = doc["front"][0]["values"]["registers"]
+    assert cell["ratio"] == pytest.approx(cell["value"] / doc["baseline"]["values"]["registers"])
     results = pd.read_json(tmp_path / "run" / "results.jsonl", lines=True)
     assert (results["status"] == "ok").all() and len(results) == 9
     baseline = json.loads(results.loc[results["is_baseline"], "config"].iloc[0])
     assert baseline == {"BLOCK": 256, "num_warps": 2}  # each knob's first value
-    assert "registers [regs, x baseline]" in done.stdout and "ordered by knee pick" in done.stdout
+    text = _cli("front", str(tmp_path / "run")).stdout
+    assert "registers [regs, x baseline]" in text and "ordered by knee pick" in text
+    report = _cli("report", str(tmp_path / "run"), "--no-png", "--json")
+    assert report.returncode == 0, report.stderr
+    assert Path(json.loads(report.stdout)["report"]).is_file()
 
 
 def test_autotuned_kernel_is_tuned_unchanged(tmp_path: Path) -> None:
@@ -209,3 +218,18 @@ def test_helion_example_runs_from_its_campaign(tmp_path: Path) -> None:
     assert len(results) == 9 and (results["status"] == "ok").sum() >= 8
     assert json.loads(results.loc[results["is_baseline"], "config"].iloc[0]) == {"block_sizes": [1024],
                                                                                  "num_warps": 4}
+
+
+def test_validate_json_reads_as_speedup() -> None:
+    """The verdicts JSON states the convention, and a faster candidate reads > 1 (real statistics code)."""
+    import numpy as np
+
+    from paretotune.commands.validate import verdicts_json
+    from paretotune.pareto.stats import validate_front
+
+    rng = np.random.default_rng(0)
+    base = 1.0 + 0.01 * rng.standard_normal(30)
+    table = validate_front(base, {7: 0.8 + 0.01 * rng.standard_normal(30)}, direction="min")
+    doc = json.loads(verdicts_json(table, Path("run")))
+    assert "> 1 is faster" in doc["convention"] and doc["unit"] == "ms"
+    assert doc["verdicts"][0]["candidate_id"] == 7 and doc["verdicts"][0]["speedup"] == pytest.approx(1.25, rel=0.02)
