@@ -176,11 +176,20 @@ def make_adapter(campaign: Campaign) -> KernelAdapter:
     adapter = adapter_for(obj, campaign.spec.kernel.source.rpartition(":")[2], where)
     override = campaign.spec.kernel
     if override.space:
+        from paretotune.search.space import CONFIG_LIST_KNOB
+
         known = adapter.space()
+        in_list = {k for c in known.get(CONFIG_LIST_KNOB, []) if isinstance(c, dict) for k in c}
         for key in override.space:
-            if key not in known:
+            if key not in known and key not in in_list:
                 raise UserError(f"{campaign.path}: kernel.space.{key}: unknown kernel knob '{key}' "
-                                f"(known: {', '.join(known)})")
+                                f"(known: {', '.join(sorted(set(known) - {CONFIG_LIST_KNOB} | in_list))})")
+        if CONFIG_LIST_KNOB in known:
+            from paretotune.kernels.overrides import OverriddenAdapter
+
+            left = OverriddenAdapter(adapter, space=override.space, default=None).space().get(CONFIG_LIST_KNOB)
+            if left is not None and not left:
+                raise UserError(f"{campaign.path}: kernel.space: no listed config of the kernel has these values")
     if override.space or override.default:
         from paretotune.kernels.overrides import OverriddenAdapter
 

@@ -233,3 +233,21 @@ def test_validate_json_reads_as_speedup() -> None:
     doc = json.loads(verdicts_json(table, Path("run")))
     assert "> 1 is faster" in doc["convention"] and doc["unit"] == "ms"
     assert doc["verdicts"][0]["candidate_id"] == 7 and doc["verdicts"][0]["speedup"] == pytest.approx(1.25, rel=0.02)
+
+
+def test_campaign_narrows_an_autotuned_kernels_config_list(tmp_path: Path) -> None:
+    """kernel.space in the campaign filters the autotuner's configs by their keys; the baseline follows."""
+    from paretotune.campaign.load import load_campaign, make_adapter
+
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text(f"kernel:\n  source: {EXAMPLES / 'autotuned.py'}:rms_norm\n  space: {{num_warps: [8]}}\n"
+                        "shapes: [{rows: 64, n_cols: 1024}]\nobjectives: [registers]\n"
+                        "search: {engine: random, generations: 1, pool_size: 6}\n")
+    adapter = make_adapter(load_campaign(campaign))
+    listed = adapter.space()["config"]
+    assert len(listed) == 3 and all(c["num_warps"] == 8 for c in listed)
+    campaign.write_text(campaign.read_text().replace("num_warps: [8]", "num_warps: [3]"))
+    from paretotune.errors import UserError
+
+    with pytest.raises(UserError, match="no listed config"):
+        make_adapter(load_campaign(campaign))
