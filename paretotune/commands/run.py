@@ -67,7 +67,8 @@ def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engin
     total = campaign.spec.search.budget + 1
     before = len(point.records) if point is not None else 0
     started = time.perf_counter()
-    with _progress(total, quiet, before) as advance:
+    best = BestSoFar(run.objective_columns(), point.records if point is not None else [])
+    with _progress(total, quiet, before, best) as advance:
         records = run_campaign(campaign, run, ptxas, on_record=advance, engine=engine,
                                state=point.state if point else None, in_flight=point.in_flight if point else None)
     failed = sum(r.status != "ok" for r in records)
@@ -101,11 +102,54 @@ def print_front(run: RunDir) -> None:
     print(f"\nrun directory: {run.path}\n  results: {run.path / 'results.jsonl'}\n  ACFs:    {run.path / 'acf'}")
 
 
+class BestSoFar:
+    """The best speedup so far per time column (runtime@shape), or for a static campaign the best ratio to the
+    baseline of the first objective per shape, for the progress line (one reading: see pareto/convention)."""
+
+    def __init__(self, columns: list[Any], records: list[TrialRecord]) -> None:
+        from paretotune.pareto.convention import is_time
+
+        timed = [c for c in columns if is_time(c)]
+        first = columns[0].objective if columns else ""
+        self.columns = timed or [c for c in columns if c.objective == first]
+        self.speedups = bool(timed)
+        self.baseline: dict[str, float] = {}
+        self.best: dict[str, float] = {}
+        for record in records:
+            self.add(record)
+
+    def add(self, record: TrialRecord) -> None:
+        """Take one stored record into account (the first successful baseline is the reference)."""
+        from paretotune.pareto.convention import versus_baseline
+
+        if record.status != "ok":
+            return
+        if record.is_baseline:
+            self.baseline = self.baseline or dict(record.values)
+            return
+        for c in self.columns:
+            if c.column not in record.values or c.column not in self.baseline:
+                continue
+            shown = versus_baseline(float(record.values[c.column]), self.baseline[c.column], c)
+            held = self.best.get(c.column)
+            # a speedup or a "max" ratio is better larger; a "min" ratio (registers) smaller
+            larger_better = self.speedups or c.direction == "max"
+            if shown == shown and (held is None or (shown > held if larger_better else shown < held)):
+                self.best[c.column] = shown
+
+    def text(self) -> str:
+        if not self.best:
+            return ""
+        cells = ", ".join(f"{col} {value:.3f}x" for col, value in self.best.items())
+        return f" best {'speedup' if self.speedups else 'x baseline'}: {cells}"
+
+
 class _progress:
     """A rich progress bar advanced once per stored record (plain counter when rich is absent or --quiet)."""
 
-    def __init__(self, total: int, quiet: bool, completed: int = 0) -> None:
+    def __init__(self, total: int, quiet: bool, completed: int = 0, best: BestSoFar | None = None) -> None:
         self.total, self.quiet, self.completed = total, quiet, completed
+        self.best = best
         self._bar: Any = None
 
     def __enter__(self) -> Callable[[TrialRecord], None]:
@@ -121,9 +165,12 @@ class _progress:
         return self.advance
 
     def advance(self, record: TrialRecord) -> None:
+        if self.best is not None:
+            self.best.add(record)
         if self._bar is not None:
+            best = self.best.text() if self.best is not None else ""
             self._bar.update(self._task, advance=1, description=f"evaluating (last: #{record.candidate_id} "
-                             f"{record.status})")
+                             f"{record.status}){best}")
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:

@@ -251,3 +251,19 @@ def test_campaign_narrows_an_autotuned_kernels_config_list(tmp_path: Path) -> No
 
     with pytest.raises(UserError, match="no listed config"):
         make_adapter(load_campaign(campaign))
+
+
+def test_progress_line_shows_the_best_speedup_per_shape() -> None:
+    from paretotune.commands.run import BestSoFar
+    from paretotune.records import TrialRecord
+    from paretotune.store import ObjectiveColumn
+
+    columns = [ObjectiveColumn(f"runtime@{s}", "min", "runtime", s) for s in ("a", "b")]
+    columns.append(ObjectiveColumn("registers@a", "min", "registers", "a"))
+
+    def rec(cid: int, a: float, b: float, base: bool = False) -> TrialRecord:
+        return TrialRecord(cid, 0, {}, None, base, "ok", values={"runtime@a": a, "runtime@b": b, "registers@a": 9})
+
+    best = BestSoFar(columns, [rec(0, 2.0, 1.0, base=True), rec(1, 1.0, 2.0)])
+    best.add(rec(2, 4.0, 0.8))
+    assert best.text() == " best speedup: runtime@a 2.000x, runtime@b 1.250x"
