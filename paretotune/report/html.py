@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from paretotune.pareto.convention import header, is_time
+from paretotune.pareto.convention import is_time, unit_of
 from paretotune.report.data import ReportData
 from paretotune.report.figures import figures
 
@@ -170,7 +170,8 @@ def _front(data: ReportData) -> str:
         return _section("front", "Pareto front", [_note("no candidate evaluated successfully")])
     headers = ["rank", "id", "gen", "acf"]
     for c in data.columns:
-        headers += [header(c), "speedup" if is_time(c) else "x baseline"]
+        unit = f" [{unit_of(c)}]" if unit_of(c) else ""
+        headers += [c.column + unit, "speedup" if is_time(c) else "x baseline"]
     headers += ["crowding", "acf share", "config"]
     rows, classes = [], []
     for _, r in front.iterrows():
