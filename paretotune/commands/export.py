@@ -2,9 +2,9 @@
 
 One row per evaluated candidate, in evaluation order: the stored columns plus ``front`` (0 = non-dominated;
 empty for rows that could not be ranked), ``crowding`` and ``excluded_reason``. CSV and Parquet keep
-``config`` and ``extra`` as JSON text and also split the config into one ``config.<knob>`` column per knob
-(list values as JSON text), so a spreadsheet can filter by knob; JSON output is a list of objects with them as nested objects and
-non-finite numbers as null. Parquet needs pyarrow (or fastparquet).
+``config`` and ``extra`` as JSON text and also split the config into one ``config.<knob>`` column per
+knob (list values as JSON text), so a spreadsheet can filter by knob; JSON output is a list of objects with
+them as nested objects and non-finite numbers as null. Parquet needs pyarrow (or fastparquet).
 """
 from __future__ import annotations
 
