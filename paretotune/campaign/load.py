@@ -174,6 +174,13 @@ def make_adapter(campaign: Campaign) -> KernelAdapter:
     where = f"{campaign.path}: kernel.source"
     obj = import_object(campaign.spec.kernel.source, campaign.path.parent, where)
     adapter = adapter_for(obj, campaign.spec.kernel.source.rpartition(":")[2], where)
+    restrict = getattr(adapter, "restrict_to", None)
+    if restrict is not None:  # e.g. an autotuned kernel's configs that its pruning drops on every shape
+        try:
+            restrict(campaign.shapes)
+        except Exception as exc:  # noqa: BLE001 - the kernel's own prune function or input factory failed
+            raise UserError(f"{where}: pruning the kernel's configs for the campaign's shapes failed "
+                            f"({type(exc).__name__}: {exc})") from None
     override = campaign.spec.kernel
     if override.space:
         from paretotune.search.space import CONFIG_LIST_KNOB

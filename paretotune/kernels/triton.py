@@ -268,6 +268,22 @@ class TritonAdapter:
         inputs = self.make_inputs(shape, "meta", 0)
         self.grid(self.named_args(inputs, shape, config), shape, config)
 
+    def restrict_to(self, shapes: Sequence[Shape]) -> None:
+        """Keep only the autotuner's configs that its ``early_config_prune`` keeps on at least one of ``shapes``
+        (a config pruned on every shape would only be built to fail); a config pruned on some shapes still
+        fails there (:meth:`_check_pruned`)."""
+        from paretotune.search.space import CONFIG_LIST_KNOB
+
+        tuner, prune = self.parts.autotuner, self._prune()
+        if tuner is None or prune is None or self.spec.space is not None or self.spec.constraint is not None:
+            return
+        kept: list[dict[str, Any]] = []
+        for shape in shapes:
+            named = self.named_args(self.make_inputs(shape, "meta", 0), shape, config_dict(tuner.configs[0]))
+            nargs = {k: v for k, v in named.items() if k not in tuner.configs[0].kwargs}
+            kept += [config_dict(c) for c in prune(list(tuner.configs), nargs) if config_dict(c) not in kept]
+        self._space = {CONFIG_LIST_KNOB: [c for c in self._space[CONFIG_LIST_KNOB] if c in kept]}
+
     def _check_pruned(self, config: Mapping[str, Any], named: Mapping[str, Any]) -> None:
         """A config the autotuner's ``early_config_prune`` drops for this shape is not built."""
         tuner, prune = self.parts.autotuner, self._prune()
