@@ -239,7 +239,8 @@ def build_report_data(*, run_dir: str, meta: dict[str, Any], columns: list[Objec
     return ReportData(
         summary=summary, columns=list(columns), baseline=baseline, pairs=pairs, pairs_omitted=omitted,
         values=values, shapes=shapes_chart, parallel=parallel, progress=progress,
-        front=_front_table(ranking.front(0), columns, baseline, results), all_shapes=all_shapes,
+        front=_front_table(_knee_first(ranking.front(0), directions), columns, baseline, results),
+        all_shapes=all_shapes,
         validation=None if validation is None else with_verdicts(validation),
         failures=_failures(ranking.excluded), notes=notes,
     )
@@ -349,6 +350,13 @@ def _progress(results: pd.DataFrame, ranked: pd.DataFrame, directions: dict[str,
         return None
     table = hypervolume_progress(results, {c: directions[c] for c in varying})
     return Progress(table=table, columns=varying, ignored=[c for c in directions if c not in varying])
+
+
+def _knee_first(front: pd.DataFrame, directions: dict[str, Any]) -> pd.DataFrame:
+    """Front 0 in the order 'front' prints it: the knee pick first (paretotune.pareto.choose.knee_order)."""
+    from paretotune.pareto.choose import knee_order
+
+    return knee_order(front, directions) if len(front) else front
 
 
 def _front_table(front: pd.DataFrame, columns: list[ObjectiveColumn],

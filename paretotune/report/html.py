@@ -183,10 +183,11 @@ def _front(data: ReportData) -> str:
         cells += [_fmt(r["crowding"]), _e(r.get("acf share", "")), _config(r["config"])]
         rows.append(cells)
         classes.append("baseline" if r["is_baseline"] else "")
-    intro = _note("Front 0 in ranking order (crowding distance, extremes first). Ratio is value / baseline "
-                  "(0.87x runtime is 13% faster; 1.5x occupancy is 50% more). ACF share: the same config "
-                  "without its ACF over the candidate, as a speedup (> 1: the ACF helped). ACF files: "
-                  "<run>/acf/<sha>.acf.")
+    intro = _note("Front 0 ordered by knee pick (each objective rescaled to [0, 1] over the front, smallest sum "
+                  "first), as 'paretotune front' prints it. Runtimes read as speedup = baseline / candidate "
+                  "(1.15x is 15% faster, > 1 is better); other objectives as value / baseline (0.54x registers, "
+                  "1.5x occupancy is 50% more). ACF share: the same config without its ACF over the candidate, "
+                  "as a speedup (> 1: the ACF helped). ACF files: <run>/acf/<sha>.acf.")
     return _section("front", f"Pareto front ({len(front)})",
                     [intro, _table(headers, rows, text_columns={"acf", "acf share", "config"},
                            row_classes=classes)])
