@@ -163,7 +163,8 @@ kernel = paretotune.TritonKernel(scale_kernel, inputs=lambda s: {"x": torch.rand
 run = paretotune.run({"name": "cell", "kernel": {"source": kernel}, "shapes": [{"n": 65536}],
                       "objectives": ["registers", "theoretical_occupancy"],
                       "search": {"engine": "compileiq", "generations": 1, "pool_size": 8}}, out=OUT)
-print("RESULT", len(run.results), int((run.results["status"] == "ok").sum()), sorted(run.front().columns)[:3])
+print("RESULT", len(run.results), int((run.results["status"] == "ok").sum()), run.report(png=False).is_file(),
+      "ordered by knee pick" in run.front_text(), "ratio:registers" in run.front().columns)
 '''
 
 
@@ -195,7 +196,7 @@ def test_notebook_style_code_drives_a_campaign_in_one_process(tmp_path: Path, ho
     assert done.stdout.count("RESULT") == 1  # the code ran once: no worker re-ran it
     line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT"))
     n, ok = (int(v) for v in line.split()[1:3])
-    assert n == 9 and ok == 9
+    assert n == 9 and ok == 9 and line.split()[3:] == ["True", "True", "True"]  # report, front text, front()
     campaign = (tmp_path / "run" / "campaign.yaml").read_text()
     assert "paretotune.kernels.inline:scale_kernel_" in campaign
 
