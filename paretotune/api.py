@@ -22,7 +22,6 @@ import yaml
 
 from paretotune.errors import UserError
 
-INLINE_TYPES = ("TritonKernel", "HelionKernel")
 
 
 @dataclass(frozen=True)
