@@ -163,8 +163,10 @@ def import_object(source: str, base_dir: Path, where: str) -> Any:
             raise UserError(f"{where}: importing module '{target}' failed ({type(exc).__name__}: {exc})") from None
     try:
         return getattr(module, attr)
-    except AttributeError:
-        raise UserError(f"{where}: module '{target}' has no attribute '{attr}'") from None
+    except AttributeError as exc:
+        why = str(exc) if hasattr(module, "__getattr__") else ""  # a module that looks names up says why not
+        detail = f" ({why})" if why else ""
+        raise UserError(f"{where}: module '{target}' has no attribute '{attr}'{detail}") from None
 
 
 def make_adapter(campaign: Campaign) -> KernelAdapter:

@@ -269,3 +269,14 @@ def test_progress_line_shows_the_best_speedup_per_shape() -> None:
     best = BestSoFar(columns, [rec(0, 2.0, 1.0, base=True), rec(1, 1.0, 2.0)])
     best.add(rec(2, 4.0, 0.8))
     assert best.text() == " best speedup: runtime@a 2.000x, runtime@b 1.250x"
+
+
+def test_a_kernel_object_from_an_ended_session_is_a_one_line_error(tmp_path: Path) -> None:
+    from paretotune.campaign.load import load_campaign, make_adapter
+    from paretotune.errors import UserError
+
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text("kernel: {source: 'paretotune.kernels.inline:gone_0123456789ab'}\nshapes: [{n: 1024}]\n"
+                        "objectives: [registers]\nsearch: {engine: random, generations: 1, pool_size: 6}\n")
+    with pytest.raises(UserError, match="no kernel object 'gone_0123456789ab' registered in this session"):
+        make_adapter(load_campaign(campaign))
