@@ -88,26 +88,21 @@ def run(campaign: str | Path | Mapping[str, Any], *, out: str | Path | None = No
     ``kernel`` (or ``campaign["kernel"]["source"]``) may be a spec object (``TritonKernel``,
     ``HelionKernel``) instead of an import string. ``quiet`` hides the progress bar and the front table.
     """
-    from paretotune.campaign.load import check_toolchain, make_objectives
-    from paretotune.campaign.loop import start_run
-    from paretotune.commands.run import execute
-    from paretotune.execution.gpu_check import require_gpu_for
+    from paretotune.campaign.load import check_toolchain
+    from paretotune.commands.run import start_and_execute
     from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 
     loaded = _load(campaign, kernel)
     if seed is not None:
         loaded = loaded.with_seed(seed)
-    require_gpu_for(make_objectives(loaded), f"{loaded.path}: objectives")
     ptxas = find_ptxas()
     check_toolchain(loaded, ptxas)
     export_for_triton(ptxas)
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     folder = Path(out) if out is not None else Path("runs") / f"{loaded.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    run_dir = start_run(loaded, folder, ptxas, loaded.spec.seed)
-    with run_dir.lock(), main_not_reimported(), (contextlib.redirect_stdout(io.StringIO()) if quiet
-                                                 else contextlib.nullcontext()):
-        execute(loaded, run_dir, ptxas, quiet=quiet)
-    return Run(run_dir.path)
+    with main_not_reimported(), (contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext()):
+        start_and_execute(loaded, folder, ptxas, quiet=quiet)  # checks (GPU included) before the folder exists
+    return Run(folder)
 
 
 @contextlib.contextmanager

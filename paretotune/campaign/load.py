@@ -16,18 +16,19 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util
+import stat
 import sys
 import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
+from paretotune.campaign.safe_yaml import load_bounded
 from paretotune.campaign.schema import CampaignSpec
 from paretotune.errors import ToolchainError, UserError
-from paretotune.kernels.base import KernelAdapter, validate_config
+from paretotune.kernels.base import KernelAdapter, UnknownShapeKey, validate_config
 from paretotune.objectives.base import Objective
 from paretotune.records import Shape
 from paretotune.toolchain.arch import TARGETS, TargetArch
@@ -66,44 +67,15 @@ def _loc(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def _duplicate_key(text: str) -> tuple[int, str, str] | None:
-    """(line, mapping path, key) of the first key given twice; safe_load would silently keep the last."""
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return None  # safe_load reports it
-    stack: list[tuple[Any, str]] = [(root, "")]
-    while stack:
-        node, where = stack.pop()
-        if isinstance(node, yaml.MappingNode):
-            seen: set[str] = set()
-            for key, value in node.value:
-                name = str(key.value)
-                if name in seen:
-                    return key.start_mark.line + 1, where, name
-                seen.add(name)
-                stack.append((value, f"{where}.{name}" if where else name))
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend((item, f"{where}[{i}]") for i, item in enumerate(node.value))
-    return None
-
-
-def parse_text(text: str, where: str) -> CampaignSpec:
-    """YAML text → CampaignSpec (``yaml.safe_load`` only); the message names the file and the field."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise UserError(f"{where}{line}: not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
+def parse_campaign_text(text: str, source: str) -> CampaignSpec:
+    """Campaign YAML text → CampaignSpec, within the YAML budgets of :mod:`paretotune.campaign.safe_yaml`
+    (size, nesting, alias expansion; safe tags only). Every failure is a one-line UserError starting with
+    ``source``. The service parses submitted bodies with this function: keep its name and signature."""
+    data = load_bounded(text, source)
     if data is None:
-        raise UserError(f"{where}: the campaign file is empty")
+        raise UserError(f"{source}: the campaign file is empty")
     if not isinstance(data, dict):
-        raise UserError(f"{where}: a campaign must be a YAML mapping (got {type(data).__name__})")
-    dup = _duplicate_key(text)
-    if dup is not None:
-        at, parent, key = dup
-        raise UserError(f"{where}:{at}: {f'{parent}.' if parent else ''}{key}: duplicate key")
+        raise UserError(f"{source}: a campaign must be a YAML mapping (got {type(data).__name__})")
     try:
         return CampaignSpec.model_validate(data)
     except ValidationError as exc:
@@ -116,8 +88,12 @@ def parse_text(text: str, where: str) -> CampaignSpec:
             msg = "unknown field" + _did_you_mean(err["loc"])
         elif err["type"] == "missing":
             msg = "required field is missing"
+        msg = " ".join(msg.split())  # one line
         more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
-        raise UserError(f"{where}: {f'{field}: ' if field else ''}{msg}{more}") from None
+        raise UserError(f"{source}: {f'{field}: ' if field else ''}{msg}{more}") from None
+
+
+parse_text = parse_campaign_text  # the name readers of stored campaigns use
 
 
 def _did_you_mean(loc: tuple[Any, ...]) -> str:
@@ -137,13 +113,19 @@ def _did_you_mean(loc: tuple[Any, ...]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-def import_object(source: str, base_dir: Path, where: str) -> Any:
-    """Resolve ``module:attr`` or ``path/to/file.py:attr`` (relative paths from the campaign's folder)."""
+def import_object(source: str, base_dir: Path, where: str, *, trial: bool = False) -> Any:
+    """Resolve ``module:attr`` or ``path/to/file.py:attr`` (relative paths from the campaign's folder).
+    ``trial``: import it in a forked child first (:mod:`paretotune.campaign.trial_import`), so an exit or a
+    hang at import time is a one-line error instead of the end of this process."""
+    from paretotune.campaign.trial_import import trial_import
+
     target, _, attr = source.rpartition(":")
     if target.endswith(".py"):
         path = (base_dir / target).resolve()
         if not path.is_file():
             raise UserError(f"{where}: kernel file not found: {path}")
+        if trial:
+            trial_import(str(path), True, where)
         name = f"paretotune_user_{path.stem}_{abs(hash(str(path)))}"
         spec = importlib.util.spec_from_file_location(name, path)
         assert spec is not None and spec.loader is not None
@@ -151,10 +133,12 @@ def import_object(source: str, base_dir: Path, where: str) -> Any:
         sys.modules[name] = module
         try:
             spec.loader.exec_module(module)
-        except Exception as exc:  # noqa: BLE001 - any error in user code is a bad kernel file
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - any error in user code is a bad kernel file
             del sys.modules[name]
             raise UserError(f"{where}: cannot import {path} ({type(exc).__name__}: {exc})") from None
     else:
+        if trial and target not in sys.modules:
+            trial_import(target, False, where)
         try:
             module = importlib.import_module(target)
         except ImportError as exc:
@@ -169,12 +153,13 @@ def import_object(source: str, base_dir: Path, where: str) -> Any:
         raise UserError(f"{where}: module '{target}' has no attribute '{attr}'{detail}") from None
 
 
-def make_adapter(campaign: Campaign) -> KernelAdapter:
-    """Instantiate the adapter for the kernel spec object the campaign names (Triton or Helion)."""
+def make_adapter(campaign: Campaign, *, trial_import: bool = False) -> KernelAdapter:
+    """Instantiate the adapter for the kernel spec object the campaign names (Triton or Helion).
+    ``trial_import``: import user code in a child first (the CLI's first look at a campaign does)."""
     from paretotune.kernels.registry import adapter_for
 
     where = f"{campaign.path}: kernel.source"
-    obj = import_object(campaign.spec.kernel.source, campaign.path.parent, where)
+    obj = import_object(campaign.spec.kernel.source, campaign.path.parent, where, trial=trial_import)
     adapter = adapter_for(obj, campaign.spec.kernel.source.rpartition(":")[2], where)
     restrict = getattr(adapter, "restrict_to", None)
     if restrict is not None:  # e.g. an autotuned kernel's configs that its pruning drops on every shape
@@ -203,25 +188,29 @@ def make_adapter(campaign: Campaign) -> KernelAdapter:
         from paretotune.kernels.overrides import OverriddenAdapter
 
         adapter = OverriddenAdapter(adapter, space=override.space, default=override.default)
+    try:
+        adapter.check_space(adapter.space())
+    except ValueError as exc:
+        raise UserError(f"{campaign.path}: kernel.space.{exc}") from None
     validate_config(adapter.space(), adapter.default_config(), f"{campaign.path}: kernel.default")
     _check_shapes(campaign, adapter)
     return adapter
 
 
 def _check_shapes(campaign: Campaign, adapter: KernelAdapter) -> None:
-    """Make each shape's inputs on the meta device (no memory, no GPU): a missing size fails here, not per candidate."""
-    from paretotune.kernels.triton import TritonAdapter
-
-    inner = getattr(adapter, "inner", adapter)
-    if not isinstance(inner, TritonAdapter):
-        return
+    """Each shape through the adapter's factories on the meta device (no memory, no GPU): a missing size or a
+    key no factory reads fails here, not per candidate."""
+    config = adapter.default_config()
     for i, shape in enumerate(campaign.shapes):
         try:
-            inner.check_shape(shape, adapter.default_config())
+            adapter.check_shape(shape, config)
+        except UnknownShapeKey as exc:
+            raise UserError(f"{campaign.path}: shapes[{i}].{exc.key}: kernel '{adapter.name}' has no shape key "
+                            f"'{exc.key}' (it reads: {', '.join(exc.read) or 'nothing'})") from None
         except Exception as exc:  # noqa: BLE001 - whatever the kernel's factories raise means a bad shape
             what = f"missing parameter {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
             raise UserError(f"{campaign.path}: shapes[{i}]: kernel '{adapter.name}' cannot make inputs for "
-                            f"{shape.params} ({what})") from None
+                            f"{shape.params} ({' '.join(what.split())})") from None
 
 
 def make_objectives(campaign: Campaign) -> list[Objective]:
@@ -250,15 +239,37 @@ def make_objectives(campaign: Campaign) -> list[Objective]:
 def load_campaign(path: Path | str) -> Campaign:
     """Read and validate a campaign file (structure; kernels and objectives resolve in make_adapter/-objectives)."""
     path = Path(path)
+    return campaign_from_text(read_campaign_file(path), path)
+
+
+def read_campaign_file(path: Path) -> str:
+    """The text of a campaign file; a FIFO, device, directory, oversized or non-UTF-8 file is refused before
+    (or instead of) reading it, so ``/dev/zero`` or a pipe cannot hang or exhaust memory."""
+    from paretotune.campaign.safe_yaml import MAX_BYTES
+
     try:
-        text = path.read_text()
+        st = path.stat()
     except FileNotFoundError:
         raise UserError(f"{path}: no such campaign file") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory, not a campaign file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
-    return campaign_from_text(text, path)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise UserError(f"{path}: is a directory, not a campaign file")
+    if not stat.S_ISREG(st.st_mode):
+        raise UserError(f"{path}: not a regular file (a pipe or device cannot be a campaign file)")
+    if st.st_size > MAX_BYTES:
+        raise UserError(f"{path}: too large for a campaign file ({st.st_size} bytes; the limit is {MAX_BYTES})")
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    if len(data) > MAX_BYTES:
+        raise UserError(f"{path}: too large for a campaign file (over {MAX_BYTES} bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
 def campaign_from_text(text: str, path: Path) -> Campaign:
@@ -285,6 +296,17 @@ def campaign_from_text(text: str, path: Path) -> Campaign:
             raise UserError(f"{path}: search.pool_size: {spec.search.pool_size} is too small for "
                             f"{campaign.n_columns} objective column(s) with the compileiq engine (need at least {need})")
     return campaign
+
+
+def check_acf_files(campaign: Campaign) -> None:
+    """Read and check every ACF a finite campaign names (a regular file, not empty, not too large, not text; a
+    pack that is a real zip holding ACFs), so a bad one fails before the run directory exists, not candidate
+    by candidate. Not part of :func:`campaign_from_text`: the service must not read paths a client names."""
+    if campaign.spec.acf.kind != "finite":
+        return
+    from paretotune.toolchain.acf_sources import acf_options
+
+    acf_options(campaign.spec.acf, campaign.path.parent, f"{campaign.path}: acf")
 
 
 def check_toolchain(campaign: Campaign, ptxas: Any) -> None:

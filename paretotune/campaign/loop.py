@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from paretotune.campaign.load import Campaign, make_adapter, make_objectives
+from paretotune.campaign.load import Campaign, check_acf_files, make_adapter, make_objectives
 from paretotune.errors import UserError
 from paretotune.objectives.base import Objective
 from paretotune.pareto.attribution import TWIN_OF
@@ -215,10 +215,22 @@ def run_meta(campaign: Campaign, ptxas: Ptxas, columns: Sequence[ObjectiveColumn
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
-def start_run(campaign: Campaign, out: Path, ptxas: Ptxas, seed: int) -> RunDir:
-    """Create the run directory with the campaign copy and metadata."""
+def prepare_run(campaign: Campaign, ptxas: Ptxas, seed: int) -> dict[str, Any]:
+    """Everything that can be checked before a run directory exists (objectives, the kernel import and its
+    shapes, a CUDA GPU when an objective needs one); returns the run's metadata."""
+    from paretotune.execution.gpu_check import require_gpu_for
+
+    check_acf_files(campaign)
     objectives = make_objectives(campaign)
-    make_adapter(campaign)  # resolve the kernel before any work: a typo fails now, not after the baseline
+    make_adapter(campaign, trial_import=True)  # resolve the kernel before any work: a typo fails now
+    require_gpu_for(objectives, f"{campaign.path}: objectives", backend=campaign.spec.execution.backend)
+    return run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed)
+
+
+def start_run(campaign: Campaign, out: Path, ptxas: Ptxas, seed: int) -> RunDir:
+    """Create the run directory with the campaign copy and metadata (for callers that lock it themselves)."""
+    objectives = make_objectives(campaign)
+    make_adapter(campaign)
     run = RunDir(out)
     run.create(campaign.text, run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed))
     return run

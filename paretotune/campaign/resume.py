@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from paretotune.campaign.load import Campaign, campaign_from_text, check_toolchain, make_adapter, make_objectives
+from paretotune.campaign.load import (Campaign, campaign_from_text, check_acf_files, check_toolchain, make_adapter,
+                                      make_objectives)
 from paretotune.campaign.loop import InFlight, LoopState, make_engine, objective_columns
 from paretotune.errors import ToolchainError, UserError
 from paretotune.records import TrialRecord
@@ -44,10 +45,8 @@ class ResumePoint:
 
 
 def open_run(path: Path | str) -> RunDir:
-    run = RunDir(path)
-    if not (run.path / META).is_file():
-        raise UserError(f"{run.path}: not a paretotune run directory (no {META})")
-    return run
+    """The run directory, every file a resume reads checked first (read-only)."""
+    return RunDir.open(path)
 
 
 def reopen_campaign(run: RunDir) -> Campaign:
@@ -59,7 +58,7 @@ def reopen_campaign(run: RunDir) -> Campaign:
         raise UserError(f"{run.path}: cannot read the campaign copy ({exc.strerror})") from None
     original = Path(meta.get("campaign_path") or run.path / "campaign.yaml")
     campaign = campaign_from_text(text, original)
-    return campaign.with_seed(int(meta.get("seed", campaign.spec.seed)))
+    return campaign.with_seed(meta.get("seed", campaign.spec.seed))  # RunDir.meta checked it is an int
 
 
 def check_ptxas(run: RunDir, campaign: Campaign, ptxas: Any) -> None:
@@ -71,8 +70,9 @@ def check_ptxas(run: RunDir, campaign: Campaign, ptxas: Any) -> None:
 
 
 def resume_point(run: RunDir) -> ResumePoint:
-    """Rebuild the loop state from the stored records and the last commit; refuse an inconsistent run."""
-    run.recover()
+    """Rebuild the loop state from the stored records and the last commit; refuse an inconsistent run.
+    Read-only: a torn last line is skipped here and cut off by :meth:`RunDir.recover` only once the resume
+    is sure to proceed."""
     records = tuple(run.records())
     where = run.path / RESULTS
     by_id: dict[int, TrialRecord] = {}
@@ -175,9 +175,10 @@ def prepare_resume(run: RunDir, ptxas: Any, *, expect: Campaign | None = None,
         raise UserError(f"{run.path}: the run was started with seed {campaign.spec.seed}, not {seed}")
     check_ptxas(run, campaign, ptxas)
     check_toolchain(campaign, ptxas)
+    check_acf_files(campaign)
     point = resume_point(run)
     check_in_flight_acfs(run, point, ptxas, campaign.target.name)
-    adapter = make_adapter(campaign)
+    adapter = make_adapter(campaign, trial_import=True)
     columns = objective_columns(campaign, make_objectives(campaign))
     stored_columns = [c.column for c in run.objective_columns()]
     if [c.column for c in columns] != stored_columns:
@@ -188,7 +189,11 @@ def prepare_resume(run: RunDir, ptxas: Any, *, expect: Campaign | None = None,
         raise UserError(f"{campaign.path}: the baseline (default config, no ACF) failed: {baseline.error}")
     twins_missing = bool(point.records) and bool(missing_twins(run.results(), run.directions()))
     done = Resumption(campaign=campaign, point=point, engine=None, twins_missing=twins_missing)
-    if point.checkpoint is None or done.complete:
+    if done.complete:
+        return done
+    if point.checkpoint is None:
+        run.recover()  # every check passed: now the results file may be made safe to append to
         return done
     engine, point = restore_engine(campaign, adapter, len(columns), run, point)
+    run.recover()
     return Resumption(campaign=campaign, point=point, engine=engine, twins_missing=twins_missing)

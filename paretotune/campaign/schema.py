@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationInfo, field_validator, model_validator
 
+MAX_NAME = 200  # names become file and column names
 SEARCH_SPACES = ("ptxas-13.3", "none")  # CompileIQ PTXAS control spaces we can sample ACFs from
 
 
@@ -27,7 +28,7 @@ def _known(names: list[str] | tuple[str, ...]) -> str:
 class KernelSpec(_Strict):
     """Which kernel to tune: ``module:attr`` or ``path/to/file.py:attr`` naming a TritonKernel/HelionKernel."""
 
-    source: str = Field(min_length=3)
+    source: str = Field(min_length=3, max_length=4096)
     space: dict[str, list[Any]] | None = None  # overrides (a subset of) the adapter's knobs
     default: dict[str, Any] | None = None  # overrides the baseline config
 
@@ -45,6 +46,9 @@ class KernelSpec(_Strict):
         for key, values in (v or {}).items():
             if not values:
                 raise ValueError(f"knob '{key}' has no values")
+            odd = [x for x in values if not isinstance(x, (int, float, str, bool))]
+            if odd:
+                raise ValueError(f"knob '{key}': values must be numbers, strings or booleans (got {odd[0]!r})")
             if len({repr(x) for x in values}) != len(values):
                 raise ValueError(f"knob '{key}' lists a value twice")
         return v
@@ -54,7 +58,7 @@ class ShapeSpec(BaseModel):
     """One input shape; every key but ``name`` goes to the kernel's input factory (e.g. M, N, dtype)."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
-    name: str | None = Field(default=None, min_length=1)
+    name: str | None = Field(default=None, min_length=1, max_length=MAX_NAME)
 
     def params(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
@@ -183,7 +187,7 @@ class ExecutionSpec(_Strict):
 class CampaignSpec(_Strict):
     """A whole campaign file."""
 
-    name: str = Field(default="campaign", min_length=1)
+    name: str = Field(default="campaign", min_length=1, max_length=MAX_NAME)
     kernel: KernelSpec
     shapes: list[ShapeSpec] = Field(min_length=1)
     objectives: list[ObjectiveSpec] = Field(min_length=1)
@@ -192,7 +196,7 @@ class CampaignSpec(_Strict):
     search: SearchSpec = SearchSpec()
     evaluation: EvaluationSpec = EvaluationSpec()
     execution: ExecutionSpec = ExecutionSpec()
-    seed: StrictInt = 0
+    seed: StrictInt = Field(default=0, ge=0, lt=2**32)  # numpy and torch seeds are 32-bit
 
     @field_validator("objectives", mode="before")
     @classmethod

@@ -39,5 +39,6 @@ def resume_run(path: Path, *, quiet: bool, expect: Campaign | None = None, seed:
         from paretotune.campaign.load import make_objectives
         from paretotune.execution.gpu_check import require_gpu_for
 
-        require_gpu_for(make_objectives(plan.campaign), f"{plan.campaign.path}: objectives")
+        require_gpu_for(make_objectives(plan.campaign), f"{plan.campaign.path}: objectives",
+                        backend=plan.campaign.spec.execution.backend)
         return execute(plan.campaign, run, ptxas, quiet=quiet, engine=plan.engine, point=plan.point)

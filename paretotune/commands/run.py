@@ -32,15 +32,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from paretotune.campaign.load import check_toolchain, make_objectives
-    from paretotune.execution.gpu_check import require_gpu_for
-    from paretotune.campaign.loop import start_run
+    from paretotune.campaign.load import check_toolchain
     from paretotune.store.run_dir import META
     from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 
     campaign = load_campaign(args.config)
-    require_gpu_for(make_objectives(campaign), f"{campaign.path}: objectives")
     if args.seed is not None:
+        if not 0 <= args.seed < 2**32:
+            raise UserError(f"--seed: {args.seed} is outside [0, 2^32)")
         campaign = campaign.with_seed(args.seed)
     if args.resume:
         if args.out is None:
@@ -54,9 +53,29 @@ def main(args: argparse.Namespace) -> int:
     export_for_triton(ptxas)
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     out = args.out or Path("runs") / f"{campaign.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    run = start_run(campaign, out, ptxas, campaign.spec.seed)
-    with run.lock():
-        return execute(campaign, run, ptxas, quiet=args.quiet or args.json, as_json=args.json)
+    return start_and_execute(campaign, out, ptxas, quiet=args.quiet or args.json, as_json=args.json)
+
+
+def start_and_execute(campaign: Campaign, out: Path, ptxas: Ptxas, *, quiet: bool, as_json: bool = False) -> int:
+    """Check everything checkable (a CUDA GPU when an objective needs one included), then claim ``out`` and
+    run; a start that fails before the first checkpoint leaves nothing behind (``run`` and the API share it)."""
+    from paretotune.campaign.loop import prepare_run
+    from paretotune.store.checkpoint import CHECKPOINT
+    from paretotune.store.run_dir import RunDir
+
+    meta = prepare_run(campaign, ptxas, campaign.spec.seed)  # everything checkable, before the folder exists
+    run = RunDir(out)
+    with run.claim() as made_here:  # the lock is held before anything is written
+        try:
+            run.write_new(campaign.text, meta)
+            return execute(campaign, run, ptxas, quiet=quiet, as_json=as_json)
+        except BaseException as exc:
+            if not (run.path / CHECKPOINT).exists():  # nothing but (at most) a baseline: no half-made run
+                run.discard(made_here)
+                if isinstance(exc, UserError):
+                    raise UserError(f"{exc} (nothing was kept: {run.path} "
+                                    f"{'removed' if made_here else 'emptied'})") from None
+            raise
 
 
 def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engine: SearchEngine | None = None,

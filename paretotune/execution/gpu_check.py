@@ -2,7 +2,8 @@
 
 Without this, a runtime campaign on a CPU machine fails deep inside torch ("Cannot get CUDA generator
 without ATen_cuda library") after the run directory exists. The check never initializes CUDA in this
-process: it reads torch's build, ``CUDA_VISIBLE_DEVICES`` and the device nodes.
+process (its workers fork from it): it reads torch's build, ``CUDA_VISIBLE_DEVICES`` and the device nodes.
+The one check of its kind: ``run``, ``resume``, ``validate``, the API and ``prepare_run`` all call it.
 """
 from __future__ import annotations
 
@@ -32,16 +33,17 @@ def gpu_problem() -> str | None:
     return None
 
 
-def require_gpu(what: str) -> None:
+def require_gpu(what: str, verb: str = "needs") -> None:
     """Raise a one-line UserError when ``what`` needs a GPU and none is visible."""
     problem = gpu_problem()
     if problem is not None:
-        raise UserError(f"{what} needs a CUDA GPU, but {problem}; on a CPU machine use static objectives "
+        raise UserError(f"{what} {verb} a CUDA GPU, but {problem}; on a CPU machine use static objectives "
                         "(registers, spill_bytes, shared_memory, theoretical_occupancy, compile_time)")
 
 
-def require_gpu_for(objectives: Iterable[Any], where: str) -> None:
-    """Refuse a campaign whose objectives are measured on a GPU when none is visible."""
+def require_gpu_for(objectives: Iterable[Any], where: str, *, backend: str = "local") -> None:
+    """Refuse a campaign whose objectives are measured on a GPU when none is visible here. Only the local
+    backend measures on this machine (Ray may have GPUs elsewhere: not checked)."""
     needing = [o.label for o in objectives if o.stage in GPU_STAGES]
-    if needing:
-        require_gpu(f"{where}: objective{'s' if len(needing) > 1 else ''} {', '.join(needing)}")
+    if needing and backend == "local":
+        require_gpu(f"{where}: {', '.join(needing)}", "needs" if len(needing) == 1 else "need")

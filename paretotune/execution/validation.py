@@ -116,7 +116,7 @@ def validate_run(run_dir: Path, *, candidates: list[int] | None, top: int, round
     """Choose, measure (``measure``: the GPU, in a fresh process), gate, judge, attribute, write the files."""
     from paretotune.pareto.attribution import best_without_acf
 
-    run = RunDir(run_dir)
+    run = RunDir.open(run_dir)  # a damaged run is refused before anything is measured
     results = run.results()
     ids = candidates if candidates is not None else choose_candidates(run, top)
     known = set(results["candidate_id"].astype(int))

@@ -18,7 +18,7 @@ without a ``reference`` is checked against the baseline build's output on those 
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -77,6 +77,57 @@ class KernelAdapter(Protocol):
 
     def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, inputs: Inputs) -> Prepared:
         """Build for the GPU with ``acf`` applied; the launch reads and writes ``inputs`` (from make_inputs)."""
+
+    def check_shape(self, shape: Shape, config: Mapping[str, Any]) -> None:
+        """Make the shape's inputs on the meta device (no memory, no GPU); raise :class:`UnknownShapeKey` for a
+        key the input factories never read (``dtyp: float32``), or what the factories raise."""
+
+    def check_space(self, space: Mapping[str, list[Any]]) -> None:
+        """Raise ValueError (``'<knob>: why'``) for a knob value the kernel cannot be built with."""
+
+
+class UnknownShapeKey(ValueError):
+    """A shape key no input factory of the kernel reads: a typo, or a size meant for another kernel."""
+
+    def __init__(self, key: str, read: list[str]) -> None:
+        super().__init__(key)
+        self.key, self.read = key, read
+
+
+class _ReadKeys(Mapping[str, Any]):
+    """A read-only view of shape parameters that remembers which keys were read."""
+
+    def __init__(self, params: Mapping[str, Any]) -> None:
+        self._params = params
+        self.read: set[str] = set()
+        self.listed = False  # iterated: every key may have been used
+
+    def __getitem__(self, key: str) -> Any:
+        self.read.add(key)
+        return self._params[key]
+
+    def __contains__(self, key: object) -> bool:
+        found = key in self._params
+        if found:
+            self.read.add(key)  # type: ignore[arg-type]  # looked up by name: the key is used
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        self.listed = True
+        return iter(self._params)
+
+    def __len__(self) -> int:
+        return len(self._params)
+
+
+def check_shape_keys(params: Mapping[str, Any], make: Callable[[Mapping[str, Any]], Any]) -> None:
+    """Call ``make(params)`` (the kernel's factories) and refuse a key it never read. A factory that iterates
+    the parameters may use any of them, so then nothing is refused."""
+    tracked = _ReadKeys(params)
+    make(tracked)
+    unknown = [k for k in params if k not in tracked.read]
+    if unknown and not tracked.listed:
+        raise UnknownShapeKey(unknown[0], sorted(tracked.read))
 
 
 # a baseline config that is a function of the shape: resolved by the adapter for each shape it builds

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from paretotune.kernels.base import Inputs, KernelPTX, Prepared
+from paretotune.kernels.base import Inputs, KernelPTX, Prepared, UnknownShapeKey, check_shape_keys
 from paretotune.records import Shape
 from paretotune.toolchain.arch import TargetArch
 
@@ -134,6 +134,20 @@ class HelionAdapter:
     def _inputs_and_args(self, shape: Shape, device: str, seed: int) -> tuple[dict[str, Any], tuple[Any, ...]]:
         inputs = self.spec.inputs(shape.params, device, seed)
         return inputs, tuple(self.spec.args(inputs, shape.params))
+
+    def check_shape(self, shape: Shape, config: Mapping[str, Any]) -> None:
+        def make(params: Mapping[str, Any]) -> None:
+            self.spec.args(self.spec.inputs(params, "meta", 0), params)
+
+        try:
+            check_shape_keys(shape.params, make)
+        except (KeyError, UnknownShapeKey):
+            raise
+        except Exception:  # noqa: BLE001, S110 - some factories need real tensors (_bind_meta falls back to CPU)
+            pass
+
+    def check_space(self, space: Mapping[str, list[Any]]) -> None:
+        """Helion checks its own config values when it builds one; nothing is known to refuse earlier."""
 
     def _bind_meta(self, shape: Shape, num_sms: int) -> tuple[Any, tuple[Any, ...]]:
         """Bind meta tensors (CPU tensors if this helion/torch pair cannot trace meta ones) for ahead-of-time codegen.

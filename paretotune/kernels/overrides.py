@@ -62,3 +62,9 @@ class OverriddenAdapter:
 
     def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, inputs: Inputs) -> Prepared:
         return self.inner.prepare(config, shape, acf, inputs)
+
+    def check_shape(self, shape: Shape, config: Mapping[str, Any]) -> None:
+        self.inner.check_shape(shape, config)
+
+    def check_space(self, space: Mapping[str, list[Any]]) -> None:
+        self.inner.check_space(space)

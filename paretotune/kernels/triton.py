@@ -14,11 +14,28 @@ from pathlib import Path
 from typing import Any
 
 from paretotune.errors import CandidateFailure, UserError
-from paretotune.kernels.base import PER_SHAPE_DEFAULT, Inputs, KernelPTX, Prepared
+from paretotune.kernels.base import PER_SHAPE_DEFAULT, Inputs, KernelPTX, Prepared, check_shape_keys
 from paretotune.records import Shape
 from paretotune.toolchain.arch import TargetArch
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _pow2(v: Any, most: int) -> bool:
+    return _int(v) and 1 <= v <= most and v & (v - 1) == 0
+
+
+# launch option -> (accepts a value, what it must be)
+LAUNCH_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "num_warps": (lambda v: _pow2(v, 32), "a power of two from 1 to 32"),
+    "num_stages": (lambda v: _int(v) and 1 <= v <= 16, "an integer from 1 to 16"),
+    "num_ctas": (lambda v: _pow2(v, 16), "a power of two from 1 to 16"),
+    "maxnreg": (lambda v: _int(v) and 16 <= v <= 255, "an integer from 16 to 255, or null"),
+}
 
 
 @dataclass(frozen=True)
@@ -233,7 +250,7 @@ class TritonAdapter:
         """Every kernel parameter by name (see :class:`TritonKernel` for where values come from)."""
         params = [p.name for p in self.parts.jit.params]
         _, kernel_config = _split_config(config)
-        named = {k: v for k, v in shape.params.items() if k in params}
+        named = {k: shape.params[k] for k in params if k in shape.params}  # by name: sizes never iterated
         named.update({k: v for k, v in inputs.items() if k in params})
         named.update(kernel_config)
         if self.spec.args is not None:
@@ -263,10 +280,33 @@ class TritonAdapter:
         return self.spec.output or list(inputs)[-1]
 
     def check_shape(self, shape: Shape, config: Mapping[str, Any] | None = None) -> None:
-        """Make a config's (the default's) arguments and grid on the meta device (raises what the spec raises)."""
-        config = self.resolve(self.default_config() if config is None else config, shape)
-        inputs = self.make_inputs(shape, "meta", 0)
-        self.grid(self.named_args(inputs, shape, config), shape, config)
+        """Make a config's (the default's) arguments and grid on the meta device; raise
+        :class:`~paretotune.kernels.base.UnknownShapeKey` for a shape key that neither the spec's functions
+        read nor names a kernel parameter, else what the spec raises."""
+        base = self.default_config() if config is None else config
+
+        def make(params: Mapping[str, Any]) -> None:
+            seen = Shape(shape.label, params)  # type: ignore[arg-type]  # a read-tracking view of the sizes
+            resolved = self.resolve(base, seen)
+            inputs = self.make_inputs(seen, "meta", 0)
+            self.grid(self.named_args(inputs, seen, resolved), seen, resolved)
+
+        check_shape_keys(shape.params, make)
+
+    def check_space(self, space: Mapping[str, list[Any]]) -> None:
+        """Launch options must be valid, also inside an explicit config list (``triton.Config`` fields)."""
+        from paretotune.search.space import CONFIG_LIST_KNOB
+
+        for knob, values in space.items():
+            if knob == CONFIG_LIST_KNOB:
+                for listed in values:
+                    if isinstance(listed, Mapping):
+                        self.check_space({k: [v] for k, v in listed.items()})
+                continue
+            rule = LAUNCH_RULES.get(knob)
+            for v in values:
+                if rule is not None and not (v is None and knob == "maxnreg") and not rule[0](v):
+                    raise ValueError(f"{knob}: {v!r} is not a valid value ({rule[1]})")
 
     def restrict_to(self, shapes: Sequence[Shape]) -> None:
         """Keep only the autotuner's configs that its ``early_config_prune`` keeps on at least one of ``shapes``
@@ -328,6 +368,7 @@ class TritonAdapter:
         return Prepared(launch=launch_once, reference=None if reference is None else lambda: reference(inputs),
                         atol=self.spec.atol, rtol=self.spec.rtol, kernel_name=fn.__name__, inputs=inputs,
                         output=inputs[out_name])
+
 
     def precompile(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, target: TargetArch) -> KernelPTX:
         """Compile with the ACF exactly as the launch will, so the GPU worker finds it in Triton's disk cache.

@@ -169,9 +169,11 @@ def load_report_data(path: Path) -> ReportData:
     campaign_text = run.campaign_text() if (path / "campaign.yaml").exists() else ""
     validation = None
     if (path / VALIDATION).exists():
+        if not (path / VALIDATION).is_file():
+            raise UserError(f"{path / VALIDATION}: not a regular file")
         try:
             validation = pd.read_csv(path / VALIDATION)
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
             raise UserError(f"{path / VALIDATION}: not a readable CSV ({exc})") from None
     return build_report_data(run_dir=str(path), meta=run.meta(), columns=columns, results=results,
                              campaign_text=campaign_text, validation=validation)

@@ -68,11 +68,14 @@ def read_checkpoint(run: Path) -> LoopCheckpoint | None:
     """The last committed checkpoint, or None if the run never committed one (it stopped before generation 1)."""
     path = run / CHECKPOINT
     try:
-        return LoopCheckpoint.from_json(json.loads(path.read_text(encoding="utf-8")))
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise TypeError("not a JSON object")
+        return LoopCheckpoint.from_json(data)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UserError(f"{path}: unreadable loop checkpoint ({exc})") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        raise UserError(f"{path}: unreadable loop checkpoint ({' '.join(str(exc).split())})") from None
 
 
 def _fsync_dir(path: Path) -> None:

@@ -21,6 +21,7 @@ import contextlib
 import fcntl
 import json
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,34 +56,82 @@ class RunDir:
 
     @classmethod
     def open(cls, path: Path | str) -> RunDir:
-        """An existing run directory, checked: a wrong path or a broken run.json is a one-line UserError."""
+        """An existing run directory, checked as every reader needs it: run.json, its objective columns, the
+        campaign copy and every results line (types, duplicates). Damage is a one-line UserError naming the
+        file, never a traceback; nothing is written."""
         path = Path(path)
         if not path.exists():
             raise UserError(f"{path}: no such run directory")
         if not path.is_dir():
             raise UserError(f"{path}: not a directory; give the run directory written by 'paretotune run'")
         run = cls(path)
-        try:
-            run.meta()
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{path}/run.json: not valid JSON (line {exc.lineno})") from None
+        run.objective_columns()
+        run.campaign_text()
+        run.results()
         return run
 
     # -- creation -------------------------------------------------------------------------------------------
     def create(self, campaign_text: str, meta: dict[str, Any]) -> None:
-        """Create the directory (or reuse an empty one) and write campaign copy and metadata."""
+        """Create the directory (or use an empty one) and write campaign copy and metadata, under the lock."""
+        with self.claim():
+            self.write_new(campaign_text, meta)
+
+    @contextlib.contextmanager
+    def claim(self) -> Iterator[bool]:
+        """Make (or take an empty) directory and hold its lock before anything is written; yields whether this
+        call made the directory. A folder with files (another run, running or not, or a user's folder) is
+        refused without touching it."""
+        existed = self.path.exists()
+        if existed and not self.path.is_dir():
+            raise UserError(f"{self.path}: exists and is not a directory; give another --out")
+        self._refuse_if_used()
         try:
             self.path.mkdir(parents=True, exist_ok=True)
-            (self.path / "acf").mkdir(exist_ok=True)
-            probe = self.path / ".write-test"
-            probe.write_text("ok")
-            probe.unlink()
         except OSError as exc:
             raise UserError(f"{self.path}: run directory is not writable ({exc.strerror})") from None
-        if (self.path / RESULTS).exists() and (self.path / RESULTS).stat().st_size > 0:
+        with self.lock():
+            self._refuse_if_used()  # another process may have claimed it between the check and the lock
+            yield not existed
+
+    def _refuse_if_used(self) -> None:
+        if not self.path.is_dir():
+            return
+        try:
+            # left by a start killed before it wrote anything: the lock file and an empty acf/ folder
+            names = sorted(p.name for p in self.path.iterdir()
+                           if p.name != LOCK and not (p.name == "acf" and p.is_dir() and not any(p.iterdir())))
+        except OSError as exc:
+            raise UserError(f"{self.path}: cannot list the folder ({exc.strerror})") from None
+        if META in names or RESULTS in names:
             raise UserError(f"{self.path}: already holds a run; use 'paretotune resume {self.path}' or another --out")
-        (self.path / CAMPAIGN).write_text(campaign_text)
-        self.write_meta(meta)
+        if names:
+            raise UserError(f"{self.path}: not empty ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}); "
+                            "a run goes into a new or empty folder: give another --out")
+
+    def write_new(self, campaign_text: str, meta: dict[str, Any]) -> None:
+        """Write the campaign copy and run.json into a claimed directory."""
+        try:
+            (self.path / "acf").mkdir(exist_ok=True)
+            (self.path / CAMPAIGN).write_text(campaign_text)
+            self.write_meta(meta)
+        except OSError as exc:
+            raise UserError(f"{self.path}: cannot write the run directory ({exc.strerror})") from None
+
+    def discard(self, made_here: bool) -> None:
+        """Remove what a failed start wrote (the directory too if this invocation made it); the lock file
+        stays while held and goes with the directory."""
+        import shutil
+
+        if made_here:
+            shutil.rmtree(self.path, ignore_errors=True)
+            return
+        for child in self.path.iterdir():
+            if child.name == LOCK:
+                continue
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                child.unlink(missing_ok=True)
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         tmp = self.path / (META + ".tmp")
@@ -91,19 +140,34 @@ class RunDir:
 
     # -- reading --------------------------------------------------------------------------------------------
     def meta(self) -> dict[str, Any]:
-        try:
-            return json.loads((self.path / META).read_text())
-        except FileNotFoundError:
-            raise UserError(f"{self.path}: not a paretotune run directory (no {META})") from None
+        """run.json as a dict; missing, unreadable, not JSON or wrongly typed is a one-line UserError."""
+        where = self.path / META
+        data = json_file(where, "not a paretotune run directory (no run.json)")
+        if not isinstance(data, dict):
+            raise UserError(f"{where}: not a JSON object")
+        for key, kind in (("seed", int), ("campaign_path", str), ("campaign", str), ("target", str)):
+            if key in data and (not isinstance(data[key], kind) or isinstance(data[key], bool)):
+                raise UserError(f"{where}: '{key}' must be {'an integer' if kind is int else 'a string'}")
+        return data
 
     def objective_columns(self) -> list[ObjectiveColumn]:
         """The optimized columns with their directions; a missing, malformed or empty list is a UserError."""
-        try:
-            columns = [ObjectiveColumn(**c) for c in self.meta()["objective_columns"]]
-        except (KeyError, TypeError) as exc:
-            raise UserError(f"{self.path}/run.json: bad or missing 'objective_columns' ({exc})") from None
-        if not columns:
+        raw = self.meta().get("objective_columns")
+        where = f"{self.path / META}: objective_columns"
+        if not isinstance(raw, list):
+            raise UserError(f"{where}: missing or not a list")
+        if not raw:
             raise UserError(f"{self.path}/run.json: 'objective_columns' is empty")
+        columns = []
+        for i, c in enumerate(raw):
+            if not isinstance(c, dict) or set(c) != {"column", "direction", "objective", "shape"}:
+                raise UserError(f"{where}[{i}]: must be an object with column, direction, objective and shape")
+            if not all(isinstance(v, str) and v for v in c.values()) or c["direction"] not in ("min", "max"):
+                raise UserError(f"{where}[{i}]: fields must be non-empty strings, direction 'min' or 'max'")
+            columns.append(ObjectiveColumn(**c))
+        names = [c.column for c in columns]
+        if len(set(names)) != len(names):
+            raise UserError(f"{where}: a column is listed twice")
         return columns
 
     def directions(self) -> dict[str, Direction]:
@@ -111,17 +175,31 @@ class RunDir:
         return {c.column: c.direction for c in self.objective_columns()}
 
     def campaign_text(self) -> str:
-        return (self.path / CAMPAIGN).read_text()
+        """The campaign copy; missing, not a file or not UTF-8 is a one-line UserError."""
+        return text_file(self.path / CAMPAIGN, "missing campaign copy (campaign.yaml)")
 
     def acf_path(self, sha: str) -> Path:
         return self.path / "acf" / f"{sha}.acf"
 
     def results(self) -> pd.DataFrame:
-        return read_results(self.path)
+        rows = self._checked_rows()
+        return pd.DataFrame(rows)
 
     def records(self) -> list[TrialRecord]:
         cols = [c.column for c in self.objective_columns()]
-        return [TrialRecord.from_row(row, cols) for row in _read_rows(self.path / RESULTS)]
+        return [TrialRecord.from_row(row, cols) for row in self._checked_rows()]
+
+    def _checked_rows(self) -> list[dict[str, Any]]:
+        """Rows of results.jsonl, with the objective columns checked to be numbers (or null)."""
+        rows = _read_rows(self.path / RESULTS)
+        cols = [c.column for c in self.objective_columns()]
+        for i, row in enumerate(rows):
+            for c in cols:
+                v = row.get(c)
+                if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                    raise UserError(f"{self.path / RESULTS}: candidate {row['candidate_id']} (record {i + 1}): "
+                                    f"'{c}' must be a number or null")
+        return rows
 
     def baseline(self) -> TrialRecord | None:
         """The stored baseline record, if any (a resumed run does not measure it again)."""
@@ -136,7 +214,11 @@ class RunDir:
 
         An flock dies with its process, so a SIGKILL leaves no stale lock behind.
         """
-        fh = open(self.path / LOCK, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the whole run
+        try:
+            fh = open(self.path / LOCK, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the whole run
+        except OSError as exc:
+            raise UserError(f"{self.path}: cannot take the run's lock ({exc.strerror}); is the folder "
+                            "writable?") from None
         try:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -190,25 +272,108 @@ class RunDir:
             os.fsync(fh.fileno())
 
 
+# field -> (accepted types, description) of every results line; see TrialRecord.to_row
+_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "candidate_id": ((int,), "an integer"),
+    "generation": ((int,), "an integer"),
+    "is_baseline": ((bool,), "true or false"),
+    "status": ((str,), "'ok' or 'failed'"),
+    "config": ((str,), "a JSON object as text"),
+    "acf": ((str,), "a string"),
+}
+_OPTIONAL: dict[str, tuple[tuple[type, ...], str]] = {
+    "error": ((str,), "a string"),
+    "compile_s": ((int, float), "a number"),
+    "measure_s": ((int, float), "a number"),
+    "extra": ((str,), "a JSON object as text"),
+    "stages": ((str,), "a JSON object as text"),
+}
+
+
+def _check_row(row: Any, where: str) -> None:
+    if not isinstance(row, dict):
+        raise UserError(f"{where}: not a JSON object (a results line is one record)")
+    for table, required in ((_FIELDS, True), (_OPTIONAL, False)):
+        for key, (types, what) in table.items():
+            if key not in row:
+                if required:
+                    raise UserError(f"{where}: missing field '{key}'")
+                continue
+            v = row[key]
+            if v is None and not required:
+                continue
+            if not isinstance(v, types) or (bool not in types and isinstance(v, bool)):
+                raise UserError(f"{where}: '{key}' must be {what}")
+    if row["status"] not in ("ok", "failed"):
+        raise UserError(f"{where}: 'status' must be 'ok' or 'failed'")
+    if row["candidate_id"] < 0:
+        raise UserError(f"{where}: 'candidate_id' must not be negative")
+    for key in ("config", "extra", "stages"):
+        if row.get(key):
+            try:
+                ok = isinstance(json.loads(row[key]), dict)
+            except ValueError:
+                ok = False
+            if not ok:
+                raise UserError(f"{where}: '{key}' must be a JSON object as text")
+
+
 def _read_rows(path: Path) -> list[dict[str, Any]]:
-    """Parse results.jsonl, skipping a partial last line left by a crash mid-write."""
-    if not path.exists():
+    """Parse and check results.jsonl, skipping a partial last line left by a crash mid-write. Damage (not a
+    file, not UTF-8, a line that is not a record, wrong types, a candidate stored twice) is a UserError."""
+    if not path.exists() and not path.is_symlink():
         return []
-    rows = []
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = text_file(path, "missing").splitlines()
+    rows: list[dict[str, Any]] = []
+    seen: dict[int, int] = {}
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
+            row = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
             if i == len(lines) - 1:
                 break  # torn final write
             raise UserError(f"{path}:{i + 1}: corrupt results line") from None
+        _check_row(row, f"{path}:{i + 1}")
+        cid = row["candidate_id"]
+        if cid in seen:
+            raise UserError(f"{path}: candidate {cid} is stored twice (lines {seen[cid]} and {i + 1}); the file "
+                            "was edited or two runs wrote into one directory")
+        seen[cid] = i + 1
+        rows.append(row)
     return rows
+
+
+def text_file(path: Path, missing: str, limit: int = 1 << 30) -> str:
+    """A run file's text; not a regular file, unreadable or not UTF-8 is a one-line UserError."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise UserError(f"{path}: {missing}") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise UserError(f"{path}: not a regular file")
+    if st.st_size > limit:
+        raise UserError(f"{path}: too large ({st.st_size} bytes)")
+    try:
+        return path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def json_file(path: Path, missing: str) -> Any:
+    """A run file's JSON; damage is a one-line UserError."""
+    try:
+        return json.loads(text_file(path, missing, limit=64 << 20))
+    except (json.JSONDecodeError, RecursionError) as exc:
+        line = f" (line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else ""
+        raise UserError(f"{path}: not valid JSON{line}") from None
 
 
 def read_results(run: Path | str) -> pd.DataFrame:
     """The run's results table: one row per evaluated candidate, one column per objective."""
-    rows = _read_rows(Path(run) / RESULTS)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(_read_rows(Path(run) / RESULTS))

@@ -11,6 +11,7 @@ Whether ptxas accepts an ACF is not checked here: a rejected ACF is a failed can
 from __future__ import annotations
 
 import hashlib
+import stat
 import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -136,7 +137,10 @@ def _resolve(entry: str, base_dir: Path) -> Path:
 
 def _read(path: Path, at: str) -> bytes:
     try:
-        size = path.stat().st_size
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise UserError(f"{at}: {path} is not a regular file")
+        size = st.st_size
         if size > MAX_ACF_BYTES:
             raise UserError(f"{at}: {path} is {size} bytes, too large to be an ACF")
         return path.read_bytes()
@@ -147,4 +151,16 @@ def _read(path: Path, at: str) -> bytes:
 def _checked(data: bytes, at: str) -> bytes:
     if not data:
         raise UserError(f"{at}: empty file (an ACF is a binary file written by CompileIQ)")
+    if _looks_like_text(data):
+        raise UserError(f"{at}: a text file, not an ACF (ACFs are encrypted binary files written by CompileIQ)")
     return data
+
+
+def _looks_like_text(data: bytes) -> bool:
+    """ACFs are encrypted, so their bytes look random; a file that decodes as printable UTF-8 is not one."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    printable = sum(ch.isprintable() or ch in "\n\r\t" for ch in text)
+    return printable >= 0.95 * len(text)

@@ -143,7 +143,7 @@ def test_runtime_objective_without_a_gpu_is_one_line_before_any_work(tmp_path: P
     done = _cli("run", str(campaign), "--out", str(tmp_path / "run"), cwd=tmp_path)
     assert done.returncode == 2 and not (tmp_path / "run").exists()
     err = done.stderr.strip()
-    assert len(err.splitlines()) == 1 and "objectives: objective runtime needs a CUDA GPU" in err
+    assert len(err.splitlines()) == 1 and "objectives: runtime needs a CUDA GPU" in err
     done = _cli("validate", str(tmp_path), cwd=tmp_path)
     assert done.returncode == 2 and "validate (it re-measures runtimes) needs a CUDA GPU" in done.stderr
 

@@ -229,7 +229,8 @@ def test_torn_last_line_is_cut_before_appending(tmp_path: Path) -> None:
     assert run.recover() == 25
     run.append(TrialRecord(**{**rec.__dict__, "candidate_id": 1, "is_baseline": False}))
     assert [r.candidate_id for r in run.records()] == [0, 1]
-    (tmp_path / "run" / "results.jsonl").write_bytes(whole + whole[:-1])  # complete but for the newline
+    second = TrialRecord(**{**rec.__dict__, "candidate_id": 1, "is_baseline": False})
+    (tmp_path / "run" / "results.jsonl").write_bytes(whole + json.dumps(second.to_row()).encode())  # no newline
     assert run.recover() == 0
-    run.append(TrialRecord(**{**rec.__dict__, "candidate_id": 1, "is_baseline": False}))
-    assert [r.candidate_id for r in run.records()] == [0, 0, 1]
+    run.append(TrialRecord(**{**rec.__dict__, "candidate_id": 2, "is_baseline": False}))
+    assert [r.candidate_id for r in run.records()] == [0, 1, 2]

@@ -1,0 +1,305 @@
+"""A damaged run directory is refused by every command that reads one: exit code 2, one line on stderr naming
+the file, no traceback, and the directory left exactly as it was (hashed before and after).
+
+One real CPU run (quickstart softmax, CompileIQ ACFs, real ptxas; one generation of 9) is made once per module;
+each case copies it, damages one thing and runs a command in-process through the CLI's ``main()`` (a few
+cases run the CLI in a subprocess, to check the exit path as a user sees it).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from paretotune.cli import main
+from reliability.conftest import cli, cli_env
+
+RESULTS, META, CAMPAIGN = "results.jsonl", "run.json", "campaign.yaml"
+
+
+@pytest.fixture
+def base_run(small_real_run: Path) -> Path:
+    return small_real_run
+
+
+def tree_digest(root: Path) -> str:
+    """Names, kinds and contents of everything under ``root`` (FIFOs and other specials by kind only; the
+    content of ``.lock``, the pid of the last process that held the run, is left out)."""
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(dirnames + filenames):
+            p = Path(dirpath) / name
+            rel = str(p.relative_to(root))
+            if p.is_symlink():
+                h.update(f"L {rel} {os.readlink(p)}\n".encode())
+            elif p.is_dir():
+                h.update(f"D {rel}\n".encode())
+            elif p.is_file() and rel == ".lock":  # the lock holder's pid: a command that locks the run writes it
+                h.update(b"F .lock\n")
+            elif p.is_file():
+                h.update(f"F {rel} ".encode() + p.read_bytes() + b"\n")
+            else:
+                h.update(f"S {rel}\n".encode())
+    return h.hexdigest()
+
+
+def _lines(run: Path) -> list[str]:
+    return (run / RESULTS).read_text().splitlines(keepends=True)
+
+
+def _edit_row(index: int, **changes: object) -> Callable[[Path], None]:
+    """Change fields of results line ``index`` (a missing value deletes the field)."""
+    def damage(run: Path) -> None:
+        lines = _lines(run)
+        row = json.loads(lines[index])
+        for key, value in changes.items():
+            if value is _DELETE:
+                row.pop(key, None)
+            else:
+                row[key] = value
+        lines[index] = json.dumps(row) + "\n"
+        (run / RESULTS).write_text("".join(lines))
+    return damage
+
+
+_DELETE = object()
+
+
+def _replace_line(index: int, text: str) -> Callable[[Path], None]:
+    def damage(run: Path) -> None:
+        lines = _lines(run)
+        lines[index] = text + "\n"
+        (run / RESULTS).write_text("".join(lines))
+    return damage
+
+
+def _duplicate(index: int) -> Callable[[Path], None]:
+    def damage(run: Path) -> None:
+        lines = _lines(run)
+        (run / RESULTS).write_text("".join(lines + [lines[index]]))
+    return damage
+
+
+def _replace_file(name: str, data: bytes | None = None, *, kind: str = "file") -> Callable[[Path], None]:
+    def damage(run: Path) -> None:
+        path = run / name
+        path.unlink()
+        if kind == "dir":
+            path.mkdir()
+            (path / "x").write_text("x")
+        elif kind == "fifo":
+            os.mkfifo(path)
+        elif kind == "symlink-dev-zero":
+            path.symlink_to("/dev/zero")
+        elif kind == "file":
+            assert data is not None
+            path.write_bytes(data)
+    return damage
+
+
+def _edit_meta(**changes: object) -> Callable[[Path], None]:
+    def damage(run: Path) -> None:
+        meta = json.loads((run / META).read_text())
+        for key, value in changes.items():
+            if value is _DELETE:
+                meta.pop(key, None)
+            else:
+                meta[key] = value
+        (run / META).write_text(json.dumps(meta))
+    return damage
+
+
+def _edit_column(index: int, **changes: object) -> Callable[[Path], None]:
+    def damage(run: Path) -> None:
+        meta = json.loads((run / META).read_text())
+        col = meta["objective_columns"][index]
+        for key, value in changes.items():
+            if value is _DELETE:
+                col.pop(key, None)
+            else:
+                col[key] = value
+        (run / META).write_text(json.dumps(meta))
+    return damage
+
+
+def _torn_and_duplicated(run: Path) -> None:
+    lines = _lines(run)
+    (run / RESULTS).write_text("".join(lines + [lines[3], lines[4][:40]]))
+
+
+# case -> (damage, what the error line must contain)
+DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
+    "results_not_utf8": (lambda r: (r / RESULTS).write_bytes((r / RESULTS).read_bytes()[:100] + b"\xff\xfe"
+                                                             + (r / RESULTS).read_bytes()[100:]), "not UTF-8"),
+    "results_a_directory": (_replace_file(RESULTS, kind="dir"), "not a regular file"),
+    "results_a_fifo": (_replace_file(RESULTS, kind="fifo"), "not a regular file"),
+    "results_links_to_dev_zero": (_replace_file(RESULTS, kind="symlink-dev-zero"), "not a regular file"),
+    "line_a_json_array": (_replace_line(2, "[1, 2, 3]"), "not a JSON object"),
+    "line_a_json_number": (_replace_line(2, "42"), "not a JSON object"),
+    "line_a_json_string": (_replace_line(2, '"hello"'), "not a JSON object"),
+    "line_null": (_replace_line(2, "null"), "not a JSON object"),
+    "line_corrupt_in_the_middle": (_replace_line(2, '{"candidate_id": 2, "gen'), "corrupt results line"),
+    "line_nested_100k_deep": (_replace_line(2, "[" * 100_000 + "]" * 100_000), "corrupt results line"),
+    "last_line_an_array": (_replace_line(-1, "[0]"), "not a JSON object"),
+    "candidate_id_a_string": (_edit_row(3, candidate_id="3"), "'candidate_id' must be an integer"),
+    "candidate_id_a_float": (_edit_row(3, candidate_id=3.5), "'candidate_id' must be an integer"),
+    "candidate_id_a_bool": (_edit_row(3, candidate_id=True), "'candidate_id' must be an integer"),
+    "candidate_id_negative": (_edit_row(3, candidate_id=-3), "'candidate_id' must not be negative"),
+    "candidate_id_missing": (_edit_row(3, candidate_id=_DELETE), "missing field 'candidate_id'"),
+    "generation_a_string": (_edit_row(3, generation="one"), "'generation' must be an integer"),
+    "generation_null": (_edit_row(3, generation=None), "'generation' must be an integer"),
+    "is_baseline_a_string": (_edit_row(0, is_baseline="yes"), "'is_baseline' must be true or false"),
+    "is_baseline_a_number": (_edit_row(0, is_baseline=1), "'is_baseline' must be true or false"),
+    "status_unknown": (_edit_row(4, status="great"), "'status' must be 'ok' or 'failed'"),
+    "status_missing": (_edit_row(4, status=_DELETE), "missing field 'status'"),
+    "status_a_number": (_edit_row(4, status=1), "'status' must be 'ok' or 'failed'"),
+    "config_not_json": (_edit_row(4, config="{num_warps: 4"), "'config' must be a JSON object as text"),
+    "config_a_json_list": (_edit_row(4, config="[4, 1]"), "'config' must be a JSON object as text"),
+    "config_an_object_not_text": (_edit_row(4, config={"num_warps": 4}), "'config' must be a JSON object as text"),
+    "acf_a_number": (_edit_row(4, acf=12), "'acf' must be a string"),
+    "acf_missing": (_edit_row(4, acf=_DELETE), "missing field 'acf'"),
+    "compile_s_a_string": (_edit_row(4, compile_s="fast"), "'compile_s' must be a number"),
+    "error_a_number": (_edit_row(4, error=3), "'error' must be a string"),
+    "extra_not_json": (_edit_row(4, extra="{oops"), "'extra' must be a JSON object as text"),
+    "stages_a_list": (_edit_row(4, stages="[1]"), "'stages' must be a JSON object as text"),
+    "objective_value_a_string": (_edit_row(5, registers="many"), "'registers' must be a number or null"),
+    "objective_value_a_bool": (_edit_row(5, spill_bytes=True), "'spill_bytes' must be a number or null"),
+    "objective_value_a_list": (_edit_row(5, theoretical_occupancy=[1]),
+                               "'theoretical_occupancy' must be a number or null"),
+    "line_duplicated": (_duplicate(3), "candidate 3 is stored twice"),
+    "baseline_duplicated": (_duplicate(0), "candidate 0 is stored twice"),
+    "id_reused_by_another_line": (_edit_row(6, candidate_id=5), "candidate 5 is stored twice"),
+    "duplicated_then_torn": (_torn_and_duplicated, "candidate 3 is stored twice"),
+    "run_json_missing": (lambda r: (r / META).unlink(), "no run.json"),
+    "run_json_not_json": (_replace_file(META, b"{not json"), "not valid JSON"),
+    "run_json_empty": (_replace_file(META, b""), "not valid JSON"),
+    "run_json_not_utf8": (_replace_file(META, b'{"seed": "\xff"}'), "not UTF-8"),
+    "run_json_a_list": (_replace_file(META, b"[1, 2]"), "not a JSON object"),
+    "run_json_nested_100k_deep": (_replace_file(META, b"[" * 100_000 + b"]" * 100_000), "not valid JSON"),
+    "run_json_a_directory": (_replace_file(META, kind="dir"), "not a regular file"),
+    "run_json_a_fifo": (_replace_file(META, kind="fifo"), "not a regular file"),
+    "objective_columns_missing": (_edit_meta(objective_columns=_DELETE), "objective_columns: missing or not a list"),
+    "objective_columns_empty": (_edit_meta(objective_columns=[]), "'objective_columns' is empty"),
+    "objective_columns_a_string": (_edit_meta(objective_columns="registers"), "missing or not a list"),
+    "objective_column_a_string": (_edit_meta(objective_columns=["registers"]), "objective_columns[0]: must be"),
+    "objective_column_without_direction": (_edit_column(1, direction=_DELETE), "objective_columns[1]: must be"),
+    "objective_column_direction_up": (_edit_column(1, direction="up"), "direction 'min' or 'max'"),
+    "objective_column_name_a_number": (_edit_column(0, column=7), "objective_columns[0]: fields must be"),
+    "objective_column_listed_twice": (_edit_meta(objective_columns=[
+        {"column": "registers", "direction": "min", "objective": "registers", "shape": "wide"}] * 2),
+        "a column is listed twice"),
+    "seed_a_string": (_edit_meta(seed="0"), "'seed' must be an integer"),
+    "seed_a_float": (_edit_meta(seed=1.5), "'seed' must be an integer"),
+    "campaign_path_a_number": (_edit_meta(campaign_path=3), "'campaign_path' must be a string"),
+    "campaign_copy_missing": (lambda r: (r / CAMPAIGN).unlink(), "missing campaign copy"),
+    "campaign_copy_a_directory": (_replace_file(CAMPAIGN, kind="dir"), "not a regular file"),
+    "campaign_copy_not_utf8": (_replace_file(CAMPAIGN, b"name: \xff\xfe\n"), "not UTF-8"),
+    "campaign_copy_a_fifo": (_replace_file(CAMPAIGN, kind="fifo"), "not a regular file"),
+}
+
+
+def _commands(run: Path, campaign: Path) -> dict[str, list[str]]:
+    return {
+        "front": ["front", str(run)],
+        "front-json": ["front", str(run), "--json"],
+        "report": ["report", str(run)],
+        "export": ["export", str(run)],
+        "resume": ["resume", str(run), "--quiet"],
+        "validate": ["validate", str(run)],
+        "run-resume": ["run", str(campaign), "--resume", "--out", str(run), "--quiet"],
+    }
+
+
+COMMANDS = list(_commands(Path("r"), Path("c")))
+
+
+def test_enough_cases() -> None:
+    assert len(DAMAGES) * len(COMMANDS) >= 200
+
+
+@pytest.fixture
+def damaged(base_run: Path, tmp_path: Path, request: pytest.FixtureRequest) -> Path:
+    run = Path(shutil.copytree(base_run, tmp_path / "run", symlinks=True))
+    DAMAGES[request.param][0](run)
+    return run
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("damaged", sorted(DAMAGES), indirect=True)
+def test_damaged_run_is_refused(damaged: Path, command: str, base_run: Path, request: pytest.FixtureRequest,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    case = request.node.callspec.params["damaged"]
+    before = tree_digest(damaged)
+    code = main(_commands(damaged, base_run.parent / "quickstart-small.yaml")[command])
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert code == 2, captured.err
+    assert len(lines) == 1 and lines[0].startswith("paretotune: error: "), captured.err
+    assert "Traceback" not in captured.err + captured.out
+    expected = DAMAGES[case][1]
+    # `run --resume` without a run.json sees a folder with files, not a run: it refuses that instead
+    if command == "run-resume" and case in {"run_json_missing", "run_json_a_directory", "run_json_a_fifo"}:
+        expected = "already holds a run"
+    assert expected in lines[0], lines[0]
+    assert tree_digest(damaged) == before, "a refused command changed the run directory"
+
+
+@pytest.mark.parametrize(("case", "command"), [("results_not_utf8", "front"), ("line_duplicated", "export"),
+                                               ("run_json_a_list", "resume")])
+def test_damaged_run_in_a_subprocess(base_run: Path, tmp_path: Path, case: str, command: str) -> None:
+    run = Path(shutil.copytree(base_run, tmp_path / "run"))
+    DAMAGES[case][0](run)
+    before = tree_digest(run)
+    argv = _commands(run, base_run.parent / "quickstart-small.yaml")[command]
+    proc = subprocess.run(cli(*argv), env=cli_env(), capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and DAMAGES[case][1] in proc.stderr, proc.stderr
+    assert tree_digest(run) == before
+
+
+def test_resume_leaves_results_alone_when_it_refuses(base_run: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The audit's case: resume cut a torn last line off (22317 -> 22063 bytes) and only then refused the
+    duplicated line before it. A refusing resume must not change a byte."""
+    run = Path(shutil.copytree(base_run, tmp_path / "run"))
+    _torn_and_duplicated(run)
+    before = (run / RESULTS).read_bytes()
+    assert main(["resume", str(run), "--quiet"]) == 2
+    assert "stored twice" in capsys.readouterr().err
+    assert (run / RESULTS).read_bytes() == before
+
+
+# files only some commands read: (damage, commands that must refuse it, what the line must contain)
+PARTIAL: dict[str, tuple[Callable[[Path], None], tuple[str, ...], str]] = {
+    "checkpoint_a_json_list": (_replace_file("checkpoint.json", b"[1]"), ("resume", "run-resume"),
+                               "unreadable loop checkpoint"),
+    "checkpoint_not_utf8": (_replace_file("checkpoint.json", b"\xff"), ("resume", "run-resume"),
+                            "unreadable loop checkpoint"),
+    "checkpoint_a_directory": (_replace_file("checkpoint.json", kind="dir"), ("resume", "run-resume"),
+                               "unreadable loop checkpoint"),
+    "checkpoint_wrong_fields": (_replace_file("checkpoint.json", b'{"seq": "x"}'), ("resume", "run-resume"),
+                                "unreadable loop checkpoint"),
+    "validation_csv_a_directory": (lambda r: (r / "validation.csv").mkdir(), ("report",), "not a regular file"),
+    "validation_csv_not_utf8": (lambda r: (r / "validation.csv").write_bytes(b"\xff\xfe,\n"), ("report",),
+                                "not a readable CSV"),
+}
+
+
+@pytest.mark.parametrize(("case", "command"), [(c, cmd) for c, (_, cmds, _) in sorted(PARTIAL.items())
+                                               for cmd in cmds])
+def test_damaged_side_file_is_refused(base_run: Path, tmp_path: Path, case: str, command: str,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    run = Path(shutil.copytree(base_run, tmp_path / "run"))
+    PARTIAL[case][0](run)
+    before = tree_digest(run)
+    assert main(_commands(run, base_run.parent / "quickstart-small.yaml")[command]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and PARTIAL[case][2] in lines[0], lines
+    assert tree_digest(run) == before
