@@ -144,7 +144,10 @@ def test_runtime_objective_without_a_gpu_is_one_line_before_any_work(tmp_path: P
     assert done.returncode == 2 and not (tmp_path / "run").exists()
     err = done.stderr.strip()
     assert len(err.splitlines()) == 1 and "objectives: runtime needs a CUDA GPU" in err
-    done = _cli("validate", str(tmp_path), cwd=tmp_path)
+    # validate names a damaged run folder first (harden-runs), so it is given a real (static) run
+    static = _cli("run", "vector_add.yaml", "--out", str(tmp_path / "static"), "--quiet")
+    assert static.returncode == 0, static.stderr
+    done = _cli("validate", str(tmp_path / "static"), cwd=tmp_path)
     assert done.returncode == 2 and "validate (it re-measures runtimes) needs a CUDA GPU" in done.stderr
 
 
