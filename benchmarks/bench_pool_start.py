@@ -47,7 +47,7 @@ def one(mode: str, folder: Path) -> dict[str, float]:
     ctx = WorkerContext(campaign_path=str(cfg), campaign_text=campaign.text, ptxas_path=str(ptxas.path),
                         ptxas_version=ptxas.version, acf_dir=str(folder / "acf"), precompile=True)
     workers = pool.WorkerPool(evaluate_static, init_worker, (ctx,), 1, 300)
-    cand = Candidate(candidate_id=1, generation=0, config=adapter.default_config(), acf=None)
+    cand = Candidate(candidate_id=1, generation=0, config=adapter.default_config(campaign.shapes[0]), acf=None)
     out = {}
     try:
         for phase in ("first_pool_s", "after_restart_s"):

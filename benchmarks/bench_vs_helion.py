@@ -43,7 +43,7 @@ def breakdown(records: list) -> dict:
 
 
 def paretotune_side(workdir: Path, m: int, n: int, generations: int, pool: int, workers: int,
-                    baseline_interval_s: float) -> dict:
+                    baseline_interval_s: float, barrier: bool = False) -> dict:
     from paretotune.campaign.load import load_campaign
     from paretotune.campaign.loop import run_campaign, start_run
     from paretotune.toolchain.ptxas import find_ptxas
@@ -56,7 +56,7 @@ def paretotune_side(workdir: Path, m: int, n: int, generations: int, pool: int, 
         kernel: {{source: "paretotune.kernels.bundled.helion_softmax:helion_softmax"}}
         shapes: [{{name: s, M: {m}, N: {n}, dtype: float16}}]
         objectives: [runtime]
-        search: {{engine: compileiq, generations: {generations}, pool_size: {pool}}}
+        search: {{engine: compileiq, generations: {generations}, pool_size: {pool}, barrier: {str(barrier).lower()}}}
         evaluation: {{workers: {workers}, warmup_ms: 10, rep_ms: 40, baseline_interval_s: {baseline_interval_s}}}
     """))
     ptxas = find_ptxas()
@@ -84,7 +84,10 @@ def paretotune_side(workdir: Path, m: int, n: int, generations: int, pool: int, 
             "baseline_interval_s": baseline_interval_s, "stages_per_candidate": breakdown(records),
             "generations_s": {g: {"records": len(t), "first": round(min(t), 2), "last": round(max(t), 2)}
                               for g, t in sorted(timeline.items())},
-            "errors": dict(errors)}
+            "errors": dict(errors),
+            # schedule, GPU-busy fraction after the baseline, GPU-side build s per candidate (issue 19)
+            "timing": (run.meta().get("timing") or [None])[-1],
+            "TRITON_DEFAULT_FP_FUSION_in_caller": os.environ.get("TRITON_DEFAULT_FP_FUSION")}
 
 
 def helion_side(workdir: Path, acfs: list[str], m: int, n: int, budget_s: int) -> dict:
@@ -139,6 +142,8 @@ def main() -> None:
     parser.add_argument("--acfs", type=int, default=8)
     parser.add_argument("--helion-budget-s", type=int, default=90)
     parser.add_argument("--workers", type=int, default=8, help="paretotune's CPU build workers")
+    parser.add_argument("--barrier", action="store_true",
+                        help="search.barrier: true (one generation at a time, the schedule before issue 19)")
     parser.add_argument("--keep-runs", type=Path, help="copy each paretotune run directory here (results.jsonl: "
                                                         "every record with its stage timings and errors)")
     parser.add_argument("--baseline-intervals", default="0",
@@ -151,7 +156,7 @@ def main() -> None:
     ours = {}
     for interval in (float(x) for x in args.baseline_intervals.split(",")):
         ours[f"baseline_interval_{interval:g}s"] = paretotune_side(work, args.m, args.n, args.generations, args.pool,
-                                                                  args.workers, interval)
+                                                                  args.workers, interval, args.barrier)
         if args.keep_runs:
             shutil.copytree(Path(ours[f"baseline_interval_{interval:g}s"]["acf_dir"]).parent,
                             args.keep_runs / f"interval{interval:g}", ignore=shutil.ignore_patterns("acf"))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call's steps: install the bundle, run GPU tests, campaigns and benchmarks, write results to $OUT.
 # Usage on the GPU machine (repository root): bash benchmarks/gpu_session.sh STEP...
-#   steps: env tests noise attribution shared occupancy ncu helion compile strategies ray
+#   steps: env tests noise attribution pretuned shared occupancy ncu helion compile strategies ray
 # Steps use the GPUs in CUDA_VISIBLE_DEVICES; two invocations with different GPUs and OUT folders can run at once.
 set -uo pipefail
 { [ -f /tmp/devenv ] || bash .devbundle/install.sh >/dev/null; } && source /tmp/devenv
@@ -27,6 +27,9 @@ for step in "$@"; do
     attribution)  # issue 16: total, config-only and ACF-only ratios as validate reports them
       log attribution; timeout ${ATTRIBUTION_TIMEOUT:-300} python3 benchmarks/bench_attribution.py --out "$OUTDIR/attribution" \
         ${ATTRIBUTION_ARGS:-} 2>&1 | tail -40 ;;
+    pretuned)  # issue 17: ACFs on top of Helion's pretuned sm90 kernels (PRETUNED_ARGS: --kernels, --budget-s)
+      log pretuned; timeout ${PRETUNED_TIMEOUT:-560} python3 benchmarks/bench_pretuned.py --out "$OUTDIR/pretuned" \
+        ${PRETUNED_ARGS:-} 2>&1 | tail -40 ;;
     shared)
       log shared; timeout 300 python3 -m paretotune.cli run configs/shared_acf_softmax.yaml --out "$OUTDIR/runs/shared" --quiet
       timeout 200 python3 -m paretotune.cli validate "$OUTDIR/runs/shared" --top 4 --rounds 30 ;;

@@ -159,8 +159,18 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False) -> KernelAda
     from paretotune.kernels.registry import adapter_for
 
     where = f"{campaign.path}: kernel.source"
-    obj = import_object(campaign.spec.kernel.source, campaign.path.parent, where, trial=trial_import)
-    adapter = adapter_for(obj, campaign.spec.kernel.source.rpartition(":")[2], where)
+    override = campaign.spec.kernel
+    obj = import_object(override.source, campaign.path.parent, where, trial=trial_import)
+    if override.inputs is not None:
+        from paretotune.kernels.helion import spec_from_kernel
+
+        factory = import_object(override.inputs, campaign.path.parent, f"{campaign.path}: kernel.inputs")
+        try:
+            obj = spec_from_kernel(obj, factory, atol=override.atol, rtol=override.rtol)
+        except TypeError as exc:
+            raise UserError(f"{where}: {exc}") from None
+    adapter = adapter_for(obj, override.source.rpartition(":")[2], where)
+    _use_campaign(campaign, adapter)
     restrict = getattr(adapter, "restrict_to", None)
     if restrict is not None:  # e.g. an autotuned kernel's configs that its pruning drops on every shape
         try:
@@ -168,7 +178,6 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False) -> KernelAda
         except Exception as exc:  # noqa: BLE001 - the kernel's own prune function or input factory failed
             raise UserError(f"{where}: pruning the kernel's configs for the campaign's shapes failed "
                             f"({type(exc).__name__}: {exc})") from None
-    override = campaign.spec.kernel
     if override.space:
         from paretotune.search.space import CONFIG_LIST_KNOB
 
@@ -192,18 +201,42 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False) -> KernelAda
         adapter.check_space(adapter.space())
     except ValueError as exc:
         raise UserError(f"{campaign.path}: kernel.space.{exc}") from None
-    validate_config(adapter.space(), adapter.default_config(), f"{campaign.path}: kernel.default")
     _check_shapes(campaign, adapter)
+    from paretotune.kernels.helion import HelionAdapter
+
+    inner = getattr(adapter, "inner", adapter)
+    derived = isinstance(inner, HelionAdapter) and inner.spec.space is None
+    if not derived or override.default or override.space:
+        # a Helion ConfigSpec space holds every shape's baseline by construction: other spaces are checked
+        for shape in campaign.shapes:
+            validate_config(adapter.space(), adapter.default_config(shape), f"{campaign.path}: kernel.default")
     return adapter
+
+
+def _use_campaign(campaign: Campaign, adapter: Any) -> None:
+    """Give a Helion adapter the campaign's shapes, target, kind (GPU or static) and heuristic file."""
+    from dataclasses import replace
+
+    from paretotune.kernels.helion import HelionAdapter
+
+    if not isinstance(adapter, HelionAdapter):
+        return
+    heuristic = campaign.spec.kernel.heuristic
+    if heuristic is not None:
+        path = (campaign.path.parent / heuristic).resolve()
+        if not path.is_file():
+            raise UserError(f"{campaign.path}: kernel.heuristic: no such file: {path}")
+        adapter.spec = replace(adapter.spec, heuristic=str(path))
+    gpu = any(o.stage != "static" for o in make_objectives(campaign))
+    adapter.use_campaign(campaign.shapes, campaign.target, gpu)
 
 
 def _check_shapes(campaign: Campaign, adapter: KernelAdapter) -> None:
     """Each shape through the adapter's factories on the meta device (no memory, no GPU): a missing size or a
     key no factory reads fails here, not per candidate."""
-    config = adapter.default_config()
     for i, shape in enumerate(campaign.shapes):
         try:
-            adapter.check_shape(shape, config)
+            adapter.check_shape(shape, adapter.default_config(shape))
         except UnknownShapeKey as exc:
             raise UserError(f"{campaign.path}: shapes[{i}].{exc.key}: kernel '{adapter.name}' has no shape key "
                             f"'{exc.key}' (it reads: {', '.join(exc.read) or 'nothing'})") from None

@@ -3,17 +3,27 @@
 The engine never builds or measures; the evaluator never decides what to try; the run directory keeps every
 record. Objective values reach the engine as minimization tuples ("max" objectives negated).
 
-Crash safety. Every generation passes two commit points (:mod:`paretotune.store.checkpoint`):
+Two schedules, one set of commit points:
 
-1. *issued*: after ``ask``, the engine checkpoint (the proposals pending in it) and the candidates with
-   the ids they were given are committed before any evaluation starts;
+- *steady* (the default where the engine is asynchronous and the evaluator takes a :class:`Feed`): up to
+  ``search.in_flight`` candidates are kept in flight; each record is told as it arrives, and the engine is
+  asked for more as soon as fewer are in flight. No generation waits for its slowest compile, and the GPU
+  worker is never left without a built candidate while the engine thinks.
+- *generational* (``search.barrier: true``, engines that need whole generations, ncu batches, Ray): one
+  generation is asked, evaluated and told at a time.
+
+Crash safety. Candidates pass two commit points (:mod:`paretotune.store.checkpoint`):
+
+1. *issued*: after ``ask``, the engine checkpoint (the proposals pending in it) and every candidate in
+   flight with the id it was given are committed before any of the new ones is evaluated;
 2. each record is appended and fsynced as soon as its candidate is measured (the store is the truth);
-3. *told*: after ``tell``, the engine checkpoint (nothing pending) and the new counters are committed.
+3. *told*: after ``tell``, the engine checkpoint and the new counters are committed, with the candidates
+   still in flight (none, between generations).
 
-A crash anywhere leaves a resumable run (:mod:`paretotune.campaign.resume`): the candidates of an *issued*
-commit that have a stored record are told from that record, not evaluated again (records are appended before
-``tell``, so a crash between the two leaves stored records the engine still holds as pending), and the others
-are evaluated again under the same ids. Before the first commit, only the baseline can be stored.
+A crash anywhere leaves a resumable run (:mod:`paretotune.campaign.resume`): the in-flight candidates of the
+last commit that have a stored record are told from that record, not evaluated again (records are appended
+before ``tell``, so a crash between the two leaves stored records the engine still holds as pending), and the
+others are evaluated again under the same ids. Before the first commit, only the baseline can be stored.
 
 After the budget, the no-ACF twins of front 0's ACF configs (:mod:`paretotune.search.twins`) go through the
 same two commit points as one more batch, never told to the engine; a resume adds only the missing ones.
@@ -31,6 +41,7 @@ from typing import Any, Protocol
 
 from paretotune.campaign.load import Campaign, check_acf_files, make_adapter, make_objectives
 from paretotune.errors import UserError
+from paretotune.kernels.base import baseline_config
 from paretotune.objectives.base import Objective
 from paretotune.pareto.attribution import TWIN_OF
 from paretotune.records import Candidate, TrialRecord
@@ -89,13 +100,29 @@ def minimization_vector(record: TrialRecord, columns: Sequence[ObjectiveColumn])
 def make_engine(campaign: Campaign, adapter: Any, n_objectives: int) -> SearchEngine:
     from paretotune.search.registry import make_engine as build
 
-    return build(campaign, adapter.space(), n_objectives)
+    baseline = baseline_config(adapter, campaign.shapes)
+    if campaign.spec.search.strategy == "acf-only":  # no config knob is searched: the space is never derived
+        return build(campaign, {k: [v] for k, v in baseline.items()}, n_objectives)
+    # joint starts from the baseline config (per-shape baselines: the first shape's), when the kernel takes it
+    seed = baseline or adapter.default_config(campaign.shapes[0])
+    constraint = getattr(adapter, "constraint", lambda: None)()  # adapters without one take every config
+    if constraint is not None and not constraint(seed):
+        seed = {}
+    return build(campaign, adapter.space(), n_objectives, constraint=constraint, seed_config=seed)
 
 
 def make_evaluator(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Sequence[Objective]) -> Evaluator:
     from paretotune.execution.evaluators import evaluator_for
 
     return evaluator_for(campaign, ptxas, run, objectives)
+
+
+def steady_schedule(campaign: Campaign, engine: SearchEngine, evaluator: Any) -> bool:
+    """Whether the loop keeps candidates in flight across generations (see the module docstring)."""
+    from paretotune.search.base import is_asynchronous
+
+    return (not campaign.spec.search.barrier and is_asynchronous(engine)
+            and bool(getattr(evaluator, "accepts_feed", False)))
 
 
 def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
@@ -113,6 +140,7 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
     checkpoints = Checkpointer(run.path)
     written: list[TrialRecord] = []
     started = time.monotonic()
+    search_started = started  # after the baseline: the span the GPU-busy fraction is taken over
 
     def keep(rec: TrialRecord) -> None:
         run.append(rec)
@@ -124,10 +152,30 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
         stream = getattr(evaluator, "stream", None)
         return stream(candidates) if stream is not None else evaluator.evaluate(candidates)
 
-    def commit(pending: Sequence[Candidate]) -> None:
+    def commit(pending: Iterable[Candidate]) -> None:
         assert engine is not None
         checkpoints.commit(engine, next_id=state.next_id, evaluated=state.evaluated, generation=state.generation,
                            elapsed_s=state.elapsed_s + time.monotonic() - started, pending=tuple(pending))
+
+    def may_propose() -> bool:
+        """Budget (evaluations and wall clock) left for another proposal."""
+        if spec.search.wall_clock_s and state.elapsed_s + time.monotonic() - started > spec.search.wall_clock_s:
+            return False
+        return state.evaluated < spec.search.budget
+
+    def propose(room: int) -> list[Candidate]:
+        """Ask the engine (at most ``room`` candidates kept) and give the candidates their ids; [] when the
+        engine is exhausted."""
+        assert engine is not None
+        proposals = engine.ask()[:room]
+        if not proposals:
+            return []
+        state.generation += 1
+        return [_candidate(p, state, acfs, ptxas, campaign) for p in proposals]
+
+    def score(records: Mapping[int, TrialRecord], candidates: Iterable[Candidate]) -> dict[str, Any]:
+        return {c.engine_id: minimization_vector(records[c.candidate_id], columns)
+                for c in candidates if c.engine_id is not None}
 
     def finish(batch: InFlight) -> None:
         """Evaluate what is not stored yet, store it, tell the engine everything, commit."""
@@ -147,17 +195,88 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
         lost = [c.candidate_id for c in batch.candidates if c.candidate_id not in records]
         if lost:
             raise RuntimeError(f"evaluator returned no record for candidate(s) {lost}")
-        scores = {c.engine_id: minimization_vector(records[c.candidate_id], columns)
-                  for c in batch.candidates if c.engine_id is not None}
+        scores = score(records, batch.candidates)
         if batch.tell and scores:  # twins have no engine id: the engine never proposed them
             engine.tell(scores)
         state.evaluated += len(batch.candidates)
         commit(())
 
+    def generational() -> None:
+        """One generation at a time: ask, commit, evaluate all, tell, commit."""
+        if in_flight is not None and in_flight.candidates:
+            finish(in_flight)
+        while may_propose():
+            candidates = propose(spec.search.budget - state.evaluated)
+            if not candidates:  # the engine exhausted a finite space: end early
+                break
+            commit(candidates)
+            finish(InFlight(candidates=tuple(candidates)))
+
+    def steady() -> None:  # noqa: C901 - the schedule reads best in one piece
+        """Keep up to ``in_flight`` candidates in flight; tell each record as it comes, ask when room opens."""
+        from paretotune.execution.pool import Feed, in_background
+
+        assert engine is not None
+        window = spec.search.in_flight or spec.search.pool_size
+        pending: dict[int, Candidate] = {}  # issued (committed), not yet told
+        untold: set[int] = set()  # in flight from a crashed run whose restored engine does not hold them
+        feed = Feed()
+        exhausted = False
+
+        def refill() -> None:
+            nonlocal exhausted
+            while (not exhausted and len(pending) < window and may_propose()
+                   and state.evaluated + len(pending) < spec.search.budget):
+                candidates = propose(spec.search.budget - state.evaluated - len(pending))
+                if not candidates:
+                    exhausted = True  # (room 0 cannot happen: the whole budget in flight ends the loop)
+                    break
+                pending.update((c.candidate_id, c) for c in candidates)
+                commit(pending.values())
+                feed.put(candidates)
+            if exhausted or not may_propose() or state.evaluated + len(pending) >= spec.search.budget:
+                feed.close()  # nothing more will be proposed; the evaluator finishes what is in flight
+
+        def told(records: Sequence[TrialRecord]) -> None:
+            """Tell the engine these stored records (one tell, one commit) and take them out of flight."""
+            cands = [pending.pop(rec.candidate_id) for rec in records]
+            scores = score({rec.candidate_id: rec for rec in records},
+                           [c for c in cands if c.candidate_id not in untold])
+            if scores:
+                engine.tell(scores)
+            state.evaluated += len(records)
+            commit(pending.values())
+
+        if in_flight is not None and in_flight.candidates:
+            pending.update((c.candidate_id, c) for c in in_flight.candidates)
+            if not in_flight.tell:
+                untold.update(pending)
+            if in_flight.stored:  # stored before the crash: told now, never evaluated again
+                told([rec for _, rec in sorted(in_flight.stored.items())])
+            feed.put([c for c in in_flight.candidates if c.candidate_id not in in_flight.stored])
+        refill()
+        # the evaluator drains in its own thread: the GPU measures the next candidate while this one is told
+        records = in_background(evaluate(feed))  # type: ignore[arg-type]
+        try:
+            for rec in records:
+                if rec.candidate_id not in pending:
+                    raise RuntimeError(f"evaluator returned an unexpected record for candidate {rec.candidate_id}")
+                twin_of = pending[rec.candidate_id].twin_of  # a twin batch in flight when a run was killed
+                if twin_of is not None:
+                    rec = dataclasses.replace(rec, extra={**rec.extra, TWIN_OF: twin_of})
+                keep(rec)
+                told([rec])
+                refill()
+        finally:  # on a crash, the evaluator's thread must not wait on the feed for more
+            feed.close()
+            records.close()
+        if pending:
+            raise RuntimeError(f"evaluator returned no record for candidate(s) {sorted(pending)}")
+
     evaluator = make_evaluator(campaign, ptxas, run, objectives)
     try:
         if state.next_id == 0:  # the default-compiler baseline is always evaluated first and kept
-            baseline = Candidate(candidate_id=0, generation=0, config=adapter.default_config(), acf=None,
+            baseline = Candidate(candidate_id=0, generation=0, config=baseline_config(adapter, campaign.shapes), acf=None,
                                  is_baseline=True)
             for rec in evaluate([baseline]):
                 keep(rec)
@@ -165,18 +284,9 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
             if written[-1].status != "ok":
                 raise UserError(f"{campaign.path}: the baseline (default config, no ACF) failed: {written[-1].error}")
         engine = engine or make_engine(campaign, adapter, len(columns))
-        if in_flight is not None and in_flight.candidates:
-            finish(in_flight)
-        while state.evaluated < spec.search.budget:
-            if spec.search.wall_clock_s and state.elapsed_s + time.monotonic() - started > spec.search.wall_clock_s:
-                break
-            proposals = engine.ask()[: spec.search.budget - state.evaluated]
-            if not proposals:  # the engine exhausted a finite space: end early
-                break
-            state.generation += 1
-            candidates = [_candidate(p, state, acfs, ptxas, campaign) for p in proposals]
-            commit(candidates)
-            finish(InFlight(candidates=tuple(candidates)))
+        search_started = time.monotonic()
+        schedule = "steady" if steady_schedule(campaign, engine, evaluator) else "generational"
+        steady() if schedule == "steady" else generational()
         twins = twin_candidates(run.results(), run.directions(), next_id=state.next_id, generation=state.generation)
         if twins:  # attribution: the same configs without their ACFs (counted as evaluations, never told)
             state.next_id += len(twins)
@@ -184,7 +294,29 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
             finish(InFlight(candidates=tuple(twins), tell=False))
     finally:
         evaluator.close()
+    record_timing(run, schedule=schedule, records=[r for r in written if not r.is_baseline],
+                  wall_s=time.monotonic() - search_started)
     return written
+
+
+def search_timing(records: Sequence[TrialRecord], wall_s: float) -> dict[str, Any]:
+    """How busy the GPU worker was during the search: the seconds it spent on candidates (build, check and
+    timing; not the wait for a spare after a fault) over the search's wall time after the baseline, and the
+    GPU-side build seconds per measured candidate (near 0 when it finds the CPU pool's Triton cache entry)."""
+    measured = [r for r in records if r.measure_s > 0]
+    busy = sum(r.measure_s - r.stages.get("gpu_start_s", 0.0) for r in measured)
+    builds = [r.stages["gpu_build_s"] for r in measured if "gpu_build_s" in r.stages]
+    return {"candidates": len(records), "search_wall_s": round(wall_s, 3), "gpu_busy_s": round(busy, 3),
+            "gpu_busy_fraction": round(busy / wall_s, 4) if wall_s > 0 and measured else None,
+            "gpu_build_s_per_candidate": round(sum(builds) / len(builds), 4) if builds else None}
+
+
+def record_timing(run: RunDir, *, schedule: str | None, records: Sequence[TrialRecord], wall_s: float) -> None:
+    """Append this process's :func:`search_timing` to ``run.json`` (``timing``: one entry per run or resume)."""
+    meta = run.meta()
+    meta.setdefault("timing", []).append({"schedule": schedule, **search_timing(records, wall_s),
+                                          "ended": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    run.write_meta(meta)
 
 
 def _candidate(p: Proposal, state: LoopState, acfs: AcfStore, ptxas: Ptxas, campaign: Campaign) -> Candidate:
@@ -222,15 +354,35 @@ def prepare_run(campaign: Campaign, ptxas: Ptxas, seed: int) -> dict[str, Any]:
 
     check_acf_files(campaign)
     objectives = make_objectives(campaign)
-    make_adapter(campaign, trial_import=True)  # resolve the kernel before any work: a typo fails now
+    adapter = make_adapter(campaign, trial_import=True)  # resolve the kernel before any work: a typo fails now
     require_gpu_for(objectives, f"{campaign.path}: objectives", backend=campaign.spec.execution.backend)
-    return run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed)
+    meta = run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed)
+    meta["kernel"] = kernel_meta(campaign, adapter)
+    return meta
 
 
 def start_run(campaign: Campaign, out: Path, ptxas: Ptxas, seed: int) -> RunDir:
     """Create the run directory with the campaign copy and metadata (for callers that lock it themselves)."""
     objectives = make_objectives(campaign)
-    make_adapter(campaign)
+    adapter = make_adapter(campaign)
+    meta = run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed)
+    meta["kernel"] = kernel_meta(campaign, adapter)
     run = RunDir(out)
-    run.create(campaign.text, run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed))
+    run.create(campaign.text, meta)
     return run
+
+
+def kernel_meta(campaign: Campaign, adapter: Any) -> dict[str, Any]:
+    """Where each shape's baseline config came from, and what a derived space leaves out (``notes``: one line
+    each, printed by ``paretotune run``)."""
+    baselines = {s.label: adapter.default_config(s) for s in campaign.shapes}
+    sources = dict(getattr(adapter, "baseline_source", {}) or {})
+    notes = [f"baseline {label}: {sources[label]}" for label in baselines if label in sources]
+    if campaign.spec.search.strategy == "acf-only":
+        notes.append("strategy acf-only: every candidate keeps its shape's baseline config; only ACFs are searched")
+    else:
+        adapter.space()  # a derived space says what it restricts only once it is built
+        note = getattr(adapter, "space_note", None)
+        if note:
+            notes.append(note)
+    return {"baselines": baselines, "baseline_sources": sources, "notes": notes}

@@ -26,15 +26,25 @@ def _known(names: list[str] | tuple[str, ...]) -> str:
 
 
 class KernelSpec(_Strict):
-    """Which kernel to tune: ``module:attr`` or ``path/to/file.py:attr`` naming a TritonKernel/HelionKernel."""
+    """Which kernel to tune: ``module:attr`` or ``path/to/file.py:attr`` naming a TritonKernel/HelionKernel,
+    or a bare Helion kernel (``@helion.kernel`` / ``@helion.aot_kernel``) together with ``inputs``, a
+    ``module:attr`` or ``file.py:attr`` function ``(shape, device, seed) -> args``. Such a kernel's space is
+    Helion's own ConfigSpec, its baseline per shape the AOT heuristic (``heuristic``: a file; by default the
+    target's ``_helion_aot_<name>_cuda_smNN.py`` beside the kernel), and its reference the baseline's output."""
 
     source: str = Field(min_length=3, max_length=4096)
+    inputs: str | None = Field(default=None, min_length=3, max_length=4096)  # input factory for a bare Helion kernel
+    heuristic: str | None = Field(default=None, min_length=1)  # AOT heuristic file (relative to the campaign)
+    atol: float | None = Field(default=None, ge=0)  # tolerances of the correctness check (bare Helion kernel)
+    rtol: float | None = Field(default=None, ge=0)
     space: dict[str, list[Any]] | None = None  # overrides (a subset of) the adapter's knobs
     default: dict[str, Any] | None = None  # overrides the baseline config
 
-    @field_validator("source")
+    @field_validator("source", "inputs")
     @classmethod
-    def _has_attr(cls, v: str) -> str:
+    def _has_attr(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
         target, _, attr = v.rpartition(":")
         if not target or not attr:
             raise ValueError(f"{v!r} must be 'module:attr' or 'path/to/file.py:attr'")
@@ -126,10 +136,14 @@ class SearchSpec(_Strict):
     """The engine and the budget: the campaign stops at generations × pool_size evaluations or wall time."""
 
     engine: str = "compileiq"
-    strategy: Literal["joint", "sequential"] = "joint"
+    strategy: Literal["joint", "sequential", "acf-only"] = "joint"
     generations: StrictInt = Field(default=6, ge=1, le=10_000)
     pool_size: StrictInt = Field(default=8, ge=6, le=4096)
-    wall_clock_s: float | None = Field(default=None, gt=0)
+    wall_clock_s: float | None = Field(default=None, gt=0)  # no proposal after this; those in flight finish
+    # Candidates kept in flight (proposed, not yet scored) when the engine and evaluator allow overlapping
+    # generations; default pool_size. ``barrier: true`` evaluates one whole generation at a time instead.
+    in_flight: StrictInt | None = Field(default=None, ge=1, le=4096)
+    barrier: bool = False
 
     @field_validator("engine")
     @classmethod

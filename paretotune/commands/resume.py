@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,7 +27,6 @@ def resume_run(path: Path, *, quiet: bool, expect: Campaign | None = None, seed:
     run = open_run(path)
     ptxas = find_ptxas()
     export_for_triton(ptxas)
-    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     with run.lock():
         plan = prepare_resume(run, ptxas, expect=expect, seed=seed)
         if plan.complete:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import argparse
-import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -51,7 +51,6 @@ def main(args: argparse.Namespace) -> int:
     ptxas = find_ptxas()
     check_toolchain(campaign, ptxas)
     export_for_triton(ptxas)
-    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     out = args.out or Path("runs") / f"{campaign.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     return start_and_execute(campaign, out, ptxas, quiet=args.quiet or args.json, as_json=args.json)
 
@@ -64,6 +63,8 @@ def start_and_execute(campaign: Campaign, out: Path, ptxas: Ptxas, *, quiet: boo
     from paretotune.store.run_dir import RunDir
 
     meta = prepare_run(campaign, ptxas, campaign.spec.seed)  # everything checkable, before the folder exists
+    for note in meta.get("kernel", {}).get("notes", []):
+        print(note, file=sys.stderr if as_json else sys.stdout)  # --json keeps stdout one JSON document
     run = RunDir(out)
     with run.claim() as made_here:  # the lock is held before anything is written
         try:
@@ -99,6 +100,12 @@ def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engin
         print(render_json(build_report(run.path)))
         return 0
     print(f"\n{len(records)} candidates evaluated ({failed} failed) in {time.perf_counter() - started:.1f} s{stored}")
+    timing = (run.meta().get("timing") or [{}])[-1]
+    if timing.get("gpu_busy_fraction") is not None:
+        build = timing.get("gpu_build_s_per_candidate")
+        print(f"GPU busy {100 * timing['gpu_busy_fraction']:.0f} % of the {timing['search_wall_s']:.1f} s after the "
+              f"baseline ({timing['schedule']} schedule"
+              + (f", GPU-side build {build:.3f} s per candidate)" if build is not None else ")"))
     print_front(run)
     return 0
 

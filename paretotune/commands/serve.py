@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
@@ -11,13 +12,21 @@ from paretotune.errors import UserError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from paretotune.service.config import ServiceLimits
+
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; any other "
                         "needs --token)")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--workdir", type=Path, default=Path("paretotune-service"),
-                        help="where the queue, campaign files and run directories live")
+                        help="where the queue, campaign files and run directories live (one server at a time)")
     parser.add_argument("--token", default=os.environ.get("PARETOTUNE_TOKEN"),
                         help="bearer token every API request must carry (default: $PARETOTUNE_TOKEN)")
+    parser.add_argument("--allow-host", action="append", dest="allowed_hosts", metavar="NAME",
+                        help="a host name clients use to reach the server (repeatable); requests whose Host "
+                        "header is not 127.0.0.1, localhost, ::1, --host or one of these are refused")
+    parser.add_argument("--ray-address", metavar="ADDRESS",
+                        help="the Ray cluster campaigns with execution.backend: ray run on (host:port, ray://..., "
+                        "auto or local); without it such campaigns are refused. Campaigns never name one")
     parser.add_argument("--import-root", action="append", dest="import_roots", metavar="MODULE",
                         help="module prefix kernel.source may name (repeatable; default paretotune.kernels.bundled)")
     parser.add_argument("--kernel-dir", action="append", dest="kernel_dirs", type=Path, metavar="DIR",
@@ -27,33 +36,81 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpus", help="comma-separated CUDA device ids for GPU campaigns, one campaign each "
                         "(default: every GPU nvidia-smi lists)")
     parser.add_argument("--max-body", type=int, default=256 * 1024, help="largest request body in bytes")
+    parser.add_argument("--check-workers", type=int, default=1,
+                        help="processes that parse and check submitted campaigns (default 1)")
+    parser.add_argument("--check-timeout", type=float, default=30.0,
+                        help="seconds a submission's check may take before it is refused (default 30)")
+    limits = parser.add_argument_group("limits on submitted campaigns (over a limit: 422 naming the field)")
+    default = ServiceLimits()
+    for name, kind, what in (
+            ("max_workers", int, "evaluation.workers"),
+            ("max_evaluations", int, "search.generations × search.pool_size"),
+            ("max_shapes", int, "shapes per campaign"), ("max_objectives", int, "objectives per campaign"),
+            ("max_wall_clock_s", float, "search.wall_clock_s"),
+            ("max_timeout_s", float, "evaluation.compile_timeout_s, compile_timeout_min_s, measure_timeout_s"),
+            ("max_gpu_spares", int, "evaluation.gpu_spares"),
+            ("max_measure_ms", float, "evaluation.warmup_ms and rep_ms"),
+            ("max_knob_values", int, "values per kernel.space knob"), ("max_name_chars", int, "characters in name")):
+        limits.add_argument(f"--{name.replace('_', '-')}", type=kind, default=getattr(default, name),
+                            help=f"most {what} (default {getattr(default, name):g})")
 
 
 def main(args: argparse.Namespace) -> int:
-    from paretotune.service.config import DEFAULT_IMPORT_ROOTS, ServiceConfig
+    from paretotune.service.config import DEFAULT_IMPORT_ROOTS, ServiceConfig, ServiceLimits
 
     try:
         import uvicorn
     except ImportError:
         raise UserError("'paretotune serve' needs fastapi and uvicorn (pip install fastapi uvicorn)") from None
+    limits = ServiceLimits(**{name: getattr(args, name) for name in vars(ServiceLimits())})
+    config = ServiceConfig(workdir=args.workdir.absolute(), host=args.host, port=args.port,
+                           token=args.token or None, import_roots=tuple(args.import_roots or DEFAULT_IMPORT_ROOTS),
+                           kernel_dirs=tuple(d.resolve() for d in args.kernel_dirs or ()),
+                           static_concurrency=args.static_concurrency,
+                           gpus=tuple(g for g in (args.gpus.split(",") if args.gpus is not None else _gpus()) if g),
+                           max_body_bytes=args.max_body, allowed_hosts=tuple(args.allowed_hosts or ()),
+                           ray_address=args.ray_address, limits=limits, check_workers=args.check_workers,
+                           check_timeout_s=args.check_timeout)
+    config.check()
     try:
         args.workdir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"--workdir {args.workdir}: cannot create it ({exc.strerror})") from None
-    config = ServiceConfig(workdir=args.workdir.resolve(), host=args.host, port=args.port, token=args.token or None,
-                           import_roots=tuple(args.import_roots or DEFAULT_IMPORT_ROOTS),
-                           kernel_dirs=tuple(d.resolve() for d in args.kernel_dirs or ()),
-                           static_concurrency=args.static_concurrency,
-                           gpus=tuple(g for g in (args.gpus.split(",") if args.gpus is not None else _gpus()) if g),
-                           max_body_bytes=args.max_body)
-    config.check()
+    config = ServiceConfig(**{**vars(config), "workdir": args.workdir.resolve()})
+    from paretotune.service.lock import WorkdirLock
+
+    lock = WorkdirLock(config.workdir).acquire()  # before anything listens or touches the queue
+    sock = _listen(config.host, config.port)
     from paretotune.service.app import create_app
 
-    app = create_app(config)
-    print(f"paretotune serve: http://{args.host}:{args.port}/ (workdir {config.workdir}; "
+    app = create_app(config, lock=lock)
+    port = sock.getsockname()[1]
+    print(f"paretotune serve: http://{_url_host(args.host)}:{port}/ (workdir {config.workdir}; "
           f"{len(config.gpus)} GPU(s), {config.static_concurrency} static slot(s))", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
+                                           timeout_graceful_shutdown=2))  # SIGTERM: gone within seconds
+    server.run(sockets=[sock])
     return 0
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """Bind before uvicorn starts, so a taken port or a bad host is a one-line error rather than its log
+    (IPv6 for an address with ':', else IPv4, as uvicorn binds)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except (OSError, UnicodeError, OverflowError) as exc:
+        sock.close()
+        raise UserError(f"--host {host} --port {port}: cannot listen there "
+                        f"({getattr(exc, 'strerror', None) or exc})") from None
+    sock.set_inheritable(False)
+    return sock
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def _gpus() -> list[str]:

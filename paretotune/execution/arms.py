@@ -53,7 +53,7 @@ def check_candidate(adapter: KernelAdapter, config: dict[str, Any], shape: Shape
     if cand.reference is not None:
         expected = cand.reference()
     else:
-        base = adapter.prepare(adapter.default_config(), shape, None, inputs)
+        base = adapter.prepare(adapter.default_config(shape), shape, None, inputs)
         poison(base)
         expected = base.launch()
         sync(device)
@@ -90,7 +90,7 @@ def open_shape(adapter: KernelAdapter, shape: Shape, device: str, seed: int, set
     """Make the shape's timing buffers from ``seed``, bind the baseline, and choose the timing method (``auto``:
     from a first events timing of the baseline)."""
     inputs = adapter.make_inputs(shape, device, seed)
-    baseline = adapter.prepare(adapter.default_config(), shape, None, inputs)
+    baseline = adapter.prepare(adapter.default_config(shape), shape, None, inputs)
     baseline.launch()
     sync(device)
     first = timer(baseline.launch, "events").median_ms if setting == "auto" else None

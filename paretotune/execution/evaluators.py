@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from paretotune.campaign.load import Campaign
-from paretotune.execution.pool import WorkerPool
+from paretotune.execution.pool import Feed, WorkerPool
 from paretotune.execution.static_job import WorkerContext, init_worker, job_after_baseline
 from paretotune.objectives.base import Objective
 from paretotune.records import Candidate, TrialRecord
@@ -27,7 +27,9 @@ class StaticEvaluator:
     def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
         return list(self.stream(candidates))
 
-    def stream(self, candidates: Sequence[Candidate]) -> Iterator[TrialRecord]:
+    accepts_feed = True  # stream() takes a Feed: the loop keeps candidates in flight across generations
+
+    def stream(self, candidates: Sequence[Candidate] | Feed) -> Iterator[TrialRecord]:
         """Records as each candidate finishes, so the loop stores each one at once (a crash loses none)."""
         for rec in self.pool.run(candidates):
             if rec.is_baseline:

@@ -16,7 +16,7 @@ from typing import Any
 
 from paretotune.campaign.load import Campaign
 from paretotune.execution.gpu_worker import GpuJob, serve
-from paretotune.execution.pool import WorkerPool, adopt_environment, in_background, worker_context
+from paretotune.execution.pool import Feed, WorkerPool, adopt_environment, in_background, worker_context
 from paretotune.execution.static_job import WorkerContext, init_worker, job_after_baseline
 from paretotune.objectives.base import Objective, ShapeMeasurement
 from paretotune.records import Candidate, TrialRecord
@@ -162,13 +162,18 @@ class GpuEvaluator:
     def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
         return list(self.stream(candidates))
 
-    def stream(self, candidates: Sequence[Candidate]) -> Iterator[TrialRecord]:
+    @property
+    def accepts_feed(self) -> bool:
+        """A :class:`Feed` for :meth:`stream` (candidates in flight across generations), unless ncu objectives
+        hold every record back until the batch's one ncu process."""
+        return not any(o.required_ncu_metrics for o in self.objectives)
+
+    def stream(self, candidates: Sequence[Candidate] | Feed) -> Iterator[TrialRecord]:
         """Yield each record as soon as it is final, so the loop stores it at once (a kill loses nothing).
 
         Without ncu objectives a candidate is final after its GPU measurement; with them, after the batch's
         one ncu process, so measured candidates are held back until then.
         """
-        by_id = {c.candidate_id: c for c in candidates}
         needs_ncu = any(o.required_ncu_metrics for o in self.objectives)
         measured: list[tuple[TrialRecord, dict[str, Any]]] = []
         self.gpu.prestart()  # the GPU worker imports while the first compile runs
@@ -180,11 +185,10 @@ class GpuEvaluator:
             if rec.status != "ok":
                 yield rec
                 continue
-            cand = by_id[rec.candidate_id]
-            acf = str(self.run.acf_path(cand.acf)) if cand.acf else None
+            acf = str(self.run.acf_path(rec.acf)) if rec.acf else None  # the record carries its candidate
             start = time.perf_counter()
-            status, payload = self.gpu.run(GpuJob(cand.candidate_id, cand.config, acf, input_seed(
-                self.campaign.spec.seed, cand.candidate_id)), len(self.campaign.shapes))
+            status, payload = self.gpu.run(GpuJob(rec.candidate_id, rec.config, acf, input_seed(
+                self.campaign.spec.seed, rec.candidate_id)), len(self.campaign.shapes))
             elapsed = time.perf_counter() - start
             if self.gpu.last_start_s:
                 rec = replace(rec, stages={**rec.stages, "gpu_start_s": self.gpu.last_start_s})

@@ -7,7 +7,6 @@ starts a fresh one. The parent also kills it when a candidate hangs.
 """
 from __future__ import annotations
 
-import os
 import time
 import traceback
 from dataclasses import dataclass
@@ -32,17 +31,23 @@ def _is_cuda_error(exc: BaseException) -> bool:
                                     "unspecified launch failure", "device-side assert", "cudaerror", "an illegal"))
 
 
-def serve(conn: Any, campaign_path: str, campaign_text: str, ptxas_path: str, ptxas_version: str) -> None:
-    """Child main loop: receive GpuJobs, send back per-shape results (or an error) until told to stop."""
+def setup(campaign_path: str, campaign_text: str, ptxas_path: str, ptxas_version: str) -> tuple[Any, Any]:
+    """The worker's build environment (the same as the CPU pool's: its launches find the pool's Triton cache
+    entries), then the campaign and its adapter. No CUDA yet."""
     from paretotune.toolchain.ptxas import Ptxas, export_for_triton
 
     export_for_triton(Ptxas(path=Path(ptxas_path), version=ptxas_version))
-    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     from paretotune.campaign.load import campaign_from_text, make_adapter
-    from paretotune.execution.static_job import warm_up_compiler
 
     campaign = campaign_from_text(campaign_text, Path(campaign_path))
-    adapter = make_adapter(campaign)
+    return campaign, make_adapter(campaign)
+
+
+def serve(conn: Any, campaign_path: str, campaign_text: str, ptxas_path: str, ptxas_version: str) -> None:
+    """Child main loop: receive GpuJobs, send back per-shape results (or an error) until told to stop."""
+    campaign, adapter = setup(campaign_path, campaign_text, ptxas_path, ptxas_version)
+    from paretotune.execution.static_job import warm_up_compiler
+
     spec = campaign.spec.evaluation
     baselines: dict[str, Baseline] = {}
     import torch

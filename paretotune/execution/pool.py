@@ -37,6 +37,7 @@ from paretotune.records import Candidate, TrialRecord
 
 STARTUP_GRACE_S = 90.0  # a fresh worker imports torch and Triton before its first task
 CLOSE_POLL_S = 1.0
+FEED_POLL_S = 0.05  # how soon a free worker takes a candidate put into the feed while others compile
 # Seconds to import; preloaded when this process has them. Helion only with a CPU build of torch: on
 # an H200 host, with helion preloaded, every forked worker failed with "Cannot re-initialize CUDA in forked
 # subprocess" (2026-11-30, benchmarks/results/h200_fork_cuda.json); torch promises a fork-safe import.
@@ -61,6 +62,38 @@ def worker_context() -> multiprocessing.context.BaseContext:
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(preload_modules())
     return ctx
+
+
+class Feed:
+    """Candidates that arrive while :meth:`WorkerPool.run` is running: the campaign loop puts each batch the
+    engine proposes, and closes the feed when it proposes no more. A worker that frees up takes the next one at
+    once, so a slow compile (a ptxas near its limit) holds only its own worker, never the ones after it."""
+
+    def __init__(self, candidates: Sequence[Candidate] = ()) -> None:
+        self._items: list[Candidate] = list(candidates)
+        self._closed = False
+        self._cond = threading.Condition()
+
+    def put(self, candidates: Sequence[Candidate]) -> None:
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the feed is closed")
+            self._items.extend(candidates)
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """No more candidates: :meth:`WorkerPool.run` ends once those already put are done."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def take(self, n: int, wait_s: float) -> tuple[list[Candidate], bool]:
+        """Up to ``n`` candidates, waiting up to ``wait_s`` for the first; and whether more may come."""
+        with self._cond:
+            if not self._items and not self._closed and wait_s > 0:
+                self._cond.wait(wait_s)
+            out, self._items = self._items[:n], self._items[n:]
+            return out, bool(self._items) or not self._closed
 
 
 class WorkerPool:
@@ -118,29 +151,41 @@ class WorkerPool:
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
 
-    def run(self, candidates: Sequence[Candidate]) -> Iterator[TrialRecord]:
-        """Yield one record per candidate as each finishes (order not kept).
+    def run(self, candidates: Sequence[Candidate] | Feed) -> Iterator[TrialRecord]:
+        """Yield one record per candidate as each finishes (order not kept). With a :class:`Feed`, candidates
+        put while this runs are taken as workers free up, until the feed is closed and all are done.
 
         A dead worker breaks every task in flight, so a crash cannot be pinned on one of them: all of them are
         run again one at a time, and a crash while a candidate runs alone is that candidate's.
         """
         if self._closed:
             raise RuntimeError("the worker pool is closed")
-        queue = list(candidates)
+        feed = candidates if isinstance(candidates, Feed) else Feed(candidates)
+        if not isinstance(candidates, Feed):
+            feed.close()
+        queue: list[Candidate] = []
+        more = True  # the feed may still bring candidates
         alone: list[Candidate] = []  # in flight when the pool broke: each is retried with nothing beside it
         inflight: dict[Future[TrialRecord], tuple[Candidate, float]] = {}
-        while (queue or alone or inflight) and not self._closed:
+        while (queue or alone or inflight or more) and not self._closed:
+            if more and len(queue) < self.workers:  # wait for the feed only when nothing else is going on
+                idle = not (queue or alone or inflight)
+                got, more = feed.take(self.workers - len(queue), CLOSE_POLL_S if idle else 0.0)
+                queue += got
             if alone:
                 if not inflight:
                     self._submit(alone.pop(0), inflight)
             else:
                 while queue and len(inflight) < self.workers:
                     self._submit(queue.pop(0), inflight)
+            if not inflight:
+                continue
             solo = len(inflight) == 1
             next_deadline = min(d for _, d in inflight.values())
             # at most CLOSE_POLL_S at a time: a pool closed from another thread cancels its queued futures
             # without waking this wait, so the loop looks at ``_closed`` again this often
-            done, _ = wait(list(inflight), timeout=min(CLOSE_POLL_S, max(0.0, next_deadline - time.monotonic())),
+            poll = FEED_POLL_S if more and len(inflight) < self.workers else CLOSE_POLL_S  # a worker is free
+            done, _ = wait(list(inflight), timeout=min(poll, max(0.0, next_deadline - time.monotonic())),
                            return_when=FIRST_COMPLETED)
             broken: list[Candidate] = []
             for fut in done:

@@ -92,7 +92,7 @@ def warm_up_compiler(adapter: Any, campaign: Any) -> None:
     GPU, where another worker may be timing. Errors are left for the baseline candidate to report."""
     with contextlib.suppress(Exception), contextlib.redirect_stdout(io.StringIO()):
         for shape in campaign.shapes:
-            adapter.precompile(adapter.default_config(), shape, None, campaign.target)
+            adapter.precompile(adapter.default_config(shape), shape, None, campaign.target)
 
 
 def _ptx(config: dict[str, Any], shape: Any) -> Any:

@@ -8,7 +8,6 @@ fresh inputs of its own.
 """
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,6 @@ def validate_in_process(campaign_path: str, campaign_text: str, ptxas_path: str,
     from paretotune.toolchain.ptxas import Ptxas, export_for_triton
 
     export_for_triton(Ptxas(path=Path(ptxas_path), version=ptxas_version))
-    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     from paretotune.campaign.load import campaign_from_text, make_adapter
 
     campaign = campaign_from_text(campaign_text, Path(campaign_path))
@@ -73,7 +71,7 @@ def validate_shape(adapter: KernelAdapter, shape: Shape, candidates: list[dict[s
         sync(device)
         return prepared
 
-    arms[CONTROL_ID] = bind(0, adapter.default_config(), None)
+    arms[CONTROL_ID] = bind(0, adapter.default_config(shape), None)
     for cand, acf in passed:
         try:
             arms[cand["candidate_id"]] = bind(cand["candidate_id"] + 1, cand["config"], acf)

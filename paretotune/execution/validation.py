@@ -240,8 +240,9 @@ def write_artifacts(run: RunDir, verdicts: pd.DataFrame, chosen: list[dict[str, 
             shutil.copyfile(cand["acf_path"], out_dir / acf_name)
             written.append(out_dir / acf_name)
         snippet = out_dir / f"cand{cid}_pin.py"
+        per_shape = run.meta().get("kernel", {}).get("baselines") if not cand["config"] else None
         snippet.write_text(pin_snippet(campaign.spec.kernel.source, cand["config"], acf_name, speedups,
-                                       acf_shares))
+                                       acf_shares, per_shape=per_shape))
         written.append(snippet)
     return written
 
@@ -258,8 +259,9 @@ def acf_share_text(shares: dict[str, float], has_acf: bool) -> str:
 
 
 def pin_snippet(source: str, config: dict[str, Any], acf_name: str | None, speedups: dict[str, float],
-                acf_shares: dict[str, float] | None = None) -> str:
-    """Python that reproduces the winner: a helion.Config or Triton launch options with the ACF pinned."""
+                acf_shares: dict[str, float] | None = None, per_shape: dict[str, dict[str, Any]] | None = None) -> str:
+    """Python that reproduces the winner: a helion.Config or Triton launch options with the ACF pinned.
+    ``per_shape``: the winner's config is ``{}`` (each shape at its own baseline config): one Config per shape."""
     gains = ", ".join(f"{s}: {v:.3f}x" for s, v in speedups.items())
     acf_line = f'ACF = str(Path(__file__).with_name("{acf_name}"))' if acf_name else 'ACF = ""  # compiler defaults'
     header = (f"# Pinned by paretotune: validated speedup vs the default build ({gains}).\n"
@@ -267,6 +269,11 @@ def pin_snippet(source: str, config: dict[str, Any], acf_name: str | None, speed
               f"# Kernel spec: {source}. The ACF needs ptxas 13.3: set TRITON_PTXAS_PATH (and\n"
               f"# TRITON_PTXAS_BLACKWELL_PATH) to it before importing triton.\n"
               f"from pathlib import Path\n\n{acf_line}\n")
+    if per_shape:
+        body = "".join(f"    {label!r}: helion.Config(**{cfg!r}, advanced_controls_file=ACF),\n"
+                       for label, cfg in per_shape.items())
+        return header + ("import helion\n\n# each shape at its own baseline config (the kernel's AOT heuristic), "
+                         "with the ACF\nCONFIGS = {\n" + body + "}\n")
     launch = {k: v for k, v in config.items() if k in ("num_warps", "num_stages", "num_ctas", "maxnreg")}
     consts = {k: v for k, v in config.items() if k not in launch}
     if any(k in config for k in ("block_sizes", "indexing", "reduction_loops", "pid_type")):

@@ -62,8 +62,12 @@ class KernelAdapter(Protocol):
     def space(self) -> dict[str, list[Any]]:
         """Kernel-config knobs and their allowed values (the first value of each is not special)."""
 
-    def default_config(self) -> dict[str, Any]:
-        """The config the baseline uses (the kernel author's pick)."""
+    def default_config(self, shape: Shape) -> dict[str, Any]:
+        """The config the baseline uses for ``shape`` (where the kernel's user gets it: the kernel author's
+        pick, or a Helion kernel's per-shape AOT heuristic). Every ratio is to that shape's baseline."""
+
+    def constraint(self) -> Callable[[Mapping[str, Any]], bool] | None:
+        """Which configs of :meth:`space` the kernel takes (None: all of them)."""
 
     def compile_ptx(self, config: Mapping[str, Any], shape: Shape, target: TargetArch) -> KernelPTX:
         """Compile to PTX for ``target`` without a GPU (no ACF: ptxas runs later, per ACF)."""
@@ -130,19 +134,20 @@ def check_shape_keys(params: Mapping[str, Any], make: Callable[[Mapping[str, Any
         raise UnknownShapeKey(unknown[0], sorted(tracked.read))
 
 
-# a baseline config that is a function of the shape: resolved by the adapter for each shape it builds
-PER_SHAPE_DEFAULT = ("default", "per-shape")
+def baseline_config(adapter: KernelAdapter, shapes: tuple[Shape, ...]) -> dict[str, Any]:
+    """The baseline candidate's config: the shapes' common baseline config, or ``{}`` when they differ, which
+    stands for "each shape at its own baseline config" (only adapters with per-shape baselines produce it)."""
+    configs = [adapter.default_config(s) for s in shapes]
+    return configs[0] if all(c == configs[0] for c in configs[1:]) else {}
 
 
 def validate_config(space: Mapping[str, list[Any]], config: Mapping[str, Any], where: str) -> None:
     """Reject configs with unknown knobs or values outside the space (one-line message). A flat config from an
-    explicit config list must contain one of the listed configs; the per-shape default marker is accepted."""
+    explicit config list must contain one of the listed configs."""
     from paretotune.errors import UserError
     from paretotune.search.space import CONFIG_LIST_KNOB
 
     config = dict(config)
-    if config.get(PER_SHAPE_DEFAULT[0]) == PER_SHAPE_DEFAULT[1]:
-        return
     listed = space.get(CONFIG_LIST_KNOB)
     if listed and not isinstance(config.get(CONFIG_LIST_KNOB), Mapping) and all(isinstance(c, Mapping) for c in listed):
         match = next((c for c in listed if all(config.get(k) == v for k, v in c.items())), None)

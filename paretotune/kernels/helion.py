@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from paretotune.kernels.base import Inputs, KernelPTX, Prepared, UnknownShapeKey, check_shape_keys
+from paretotune.kernels.helion_space import device_features
 from paretotune.records import Shape
 from paretotune.toolchain.arch import TargetArch
 
@@ -59,17 +60,47 @@ class HelionKernel:
     (optional: without it a candidate must match the default config's result on the same inputs).
     ``space`` holds ``helion.Config`` knobs (e.g. ``block_sizes: [[1], [2]]``, ``num_warps``,
     ``reduction_loops``); a candidate's config is passed as ``helion.Config(**config)``.
+
+    Optional parts: without ``space`` the space is Helion's own ConfigSpec for the bound kernel and shape
+    (:mod:`paretotune.kernels.helion_space`). The baseline config per shape is the kernel's AOT heuristic
+    (``heuristic``, a file path; by default ``_helion_aot_<name>_cuda_sm<NN>.py`` beside the kernel's file),
+    else ``default``, else Helion's default config.
     """
 
     fn: Any
     inputs: Callable[[Mapping[str, Any], str, int], dict[str, Any]]
     args: Callable[[dict[str, Any], Mapping[str, Any]], tuple[Any, ...]]
-    space: dict[str, list[Any]]
-    default: dict[str, Any]
+    space: dict[str, list[Any]] | None = None  # None: Helion's own ConfigSpec (helion_space)
+    default: dict[str, Any] | None = None
     reference: Callable[[dict[str, Any]], Any] | None = None  # None: compare with the baseline build's output
     atol: float = 1e-2
     rtol: float = 1e-2
     shapes: dict[str, dict[str, Any]] = field(default_factory=dict)  # named example shapes
+    heuristic: str | None = None  # path of an AOT heuristic file (autotune_<name>(*args) -> config dict)
+    # for kernels that return None and write into arguments: the positions of the arguments they write (their
+    # flattened float values, concatenated, are the output the correctness check compares)
+    outputs: tuple[int, ...] = ()
+
+
+def spec_from_kernel(kernel: Any, factory: Callable[[Mapping[str, Any], str, int], Any], *,
+                     atol: float | None = None, rtol: float | None = None) -> HelionKernel:
+    """A spec for a bare Helion kernel and an input factory ``(shape, device, seed) -> args``: Helion's own
+    space, the per-shape AOT heuristic (or Helion's default) as the baseline, the baseline's output as the
+    reference."""
+    helion = import_helion()
+    if not isinstance(kernel, helion.Kernel):
+        raise TypeError(f"kernel.inputs is given, so the source must be a Helion kernel (@helion.kernel or "
+                        f"@helion.aot_kernel), not a {type(kernel).__name__}")
+    if not callable(factory):
+        raise TypeError(f"kernel.inputs must name a function (shape, device, seed) -> args, not a "
+                        f"{type(factory).__name__}")
+
+    def inputs(shape: Mapping[str, Any], device: str, seed: int) -> dict[str, Any]:
+        return {"args": tuple(factory(shape, device, seed))}
+
+    return HelionKernel(fn=kernel, inputs=inputs, args=lambda made, shape: made["args"],
+                        atol=1e-2 if atol is None else atol, rtol=1e-2 if rtol is None else rtol,
+                        outputs=tuple(getattr(factory, "outputs", ())))
 
 
 @contextlib.contextmanager
@@ -105,6 +136,25 @@ class HelionAdapter:
         self._aot_device = "meta"  # becomes "cpu" if binding meta tensors fails (see _bind_meta)
         self.meta_bind_error: str | None = None
         self._aot_cache: dict[tuple[str, str], tuple[Any, ...]] = {}
+        # the campaign's shapes, target and kind (see use_campaign): a derived space and the baselines need them
+        self._shapes: tuple[Shape, ...] = ()
+        self._target = TargetArch(90)
+        self._gpu = False
+        self._baselines: dict[str, dict[str, Any]] = {}
+        self.baseline_source: dict[str, str] = {}  # shape label -> where its baseline config came from
+        self._derived: dict[str, list[Any]] | None = None
+        self.space_note: str | None = None  # one line on what a derived space leaves out, for the run output
+
+    def use_campaign(self, shapes: tuple[Shape, ...], target: TargetArch, gpu: bool) -> None:
+        """Tell the adapter the campaign's shapes and target, and whether candidates run on a GPU (then knobs
+        whose codegen needs a GPU, e.g. ``tensor_descriptor`` indexing, are searched too)."""
+        self._shapes, self._target, self._gpu = tuple(shapes), target, gpu
+        self._baselines.clear()
+        self._derived = None
+
+    @property
+    def _tensor_descriptors(self) -> bool:
+        return self._gpu and self._target.capability >= 90
 
     @property
     def kernel(self) -> Any:
@@ -121,10 +171,90 @@ class HelionAdapter:
         return f"_helion_{self.kernel.name}"
 
     def space(self) -> dict[str, list[Any]]:
-        return dict(self.spec.space)
+        """The spec's hand-written space, or Helion's own for the campaign's shapes (:mod:`.helion_space`)."""
+        if self.spec.space is not None:
+            return dict(self.spec.space)
+        if self._derived is None:
+            from paretotune.kernels.helion_space import CPU_RESTRICTION, derive_space, intersect
 
-    def default_config(self) -> dict[str, Any]:
-        return dict(self.spec.default)
+            if not self._shapes:
+                raise ValueError(f"kernel {self.name}: a space derived from Helion's ConfigSpec needs the "
+                                 "campaign's shapes (use_campaign)")
+            with device_features(self._tensor_descriptors):
+                spaces = [derive_space(self.config_spec(s)) for s in self._shapes]
+            self._derived = intersect(spaces, [self.default_config(s) for s in self._shapes])
+            self.space_note = None if self._tensor_descriptors else CPU_RESTRICTION
+        return dict(self._derived)
+
+    def config_spec(self, shape: Shape) -> Any:
+        """Helion's ConfigSpec of the kernel bound to ``shape`` (meta tensors, the target's SM count)."""
+        with device_features(self._tensor_descriptors):
+            bound, _ = self._bind_meta(shape, NUM_SMS.get(self._target.capability, NUM_SMS[90]))
+        return bound.config_spec
+
+    def constraint(self) -> Callable[[Mapping[str, Any]], bool] | None:
+        """For a derived space: whether every shape's ConfigSpec takes a config as it is; else None."""
+        if self.spec.space is not None:
+            return None
+        from paretotune.kernels.helion_space import accepts
+
+        specs = [self.config_spec(s) for s in self._shapes]
+        features = self._tensor_descriptors
+
+        def helion_accepts(config: Mapping[str, Any]) -> bool:
+            if not config:  # the per-shape baseline marker
+                return True
+            with device_features(features):
+                return all(accepts(cs, config) for cs in specs)
+
+        return helion_accepts
+
+    def heuristic(self) -> Callable[..., dict[str, Any]] | None:
+        """The kernel's AOT heuristic for the target (``autotune_<name>``), or None if it has none."""
+        import inspect
+        import os
+
+        from paretotune.kernels.helion_space import heuristic_file, load_heuristic
+
+        name = self.kernel.name
+        path = self.spec.heuristic
+        if path is None:
+            try:
+                kernel_file = inspect.getfile(self.kernel.fn)
+            except (TypeError, AttributeError):
+                return None
+            path = heuristic_file(kernel_file, name, self._target.capability)
+            if not os.path.isfile(path):
+                return None
+        return load_heuristic(path, name)
+
+    def default_config(self, shape: Shape) -> dict[str, Any]:
+        """The baseline config for ``shape``: the AOT heuristic's, else the spec's default, else Helion's
+        default (completed by Helion's normalize when the space is derived)."""
+        if shape.label in self._baselines:
+            return dict(self._baselines[shape.label])
+        heuristic = self.heuristic()
+        if heuristic is not None:
+            config = dict(heuristic(*self._aot_args(shape, "meta")))
+            self.baseline_source[shape.label] = f"AOT heuristic for sm_{self._target.capability}"
+        elif self.spec.default is not None:
+            config = dict(self.spec.default)
+            self.baseline_source[shape.label] = "the spec's default"
+        else:
+            config = {}
+            self.baseline_source[shape.label] = "Helion's default config"
+        if self.spec.space is None:
+            from paretotune.kernels.helion_space import normalized
+
+            with device_features(self._tensor_descriptors or "tensor_descriptor" in repr(config)):
+                spec = self.config_spec(shape)
+                config = normalized(spec, {**dict(spec.default_config().config), **config})
+        self._baselines[shape.label] = config
+        return dict(config)
+
+    def _resolve(self, config: Mapping[str, Any], shape: Shape) -> Mapping[str, Any]:
+        """An empty config stands for each shape's own baseline config (acf-only over per-shape baselines)."""
+        return config if config else self.default_config(shape)
 
     def helion_config(self, config: Mapping[str, Any], acf: Path | None = None) -> Any:
         """The ``helion.Config`` a candidate runs with: its knobs plus the ACF (``""``: none)."""
@@ -176,7 +306,7 @@ class HelionAdapter:
     def triton_source(self, config: Mapping[str, Any], shape: Shape, acf: Path | None = None) -> str:
         """The generated Triton module (device kernel + host function) for ``config``; no GPU needed."""
         bound, _ = self._bind_meta(shape, NUM_SMS[90])
-        return str(bound.to_triton_code(self.helion_config(config, acf)))
+        return str(bound.to_triton_code(self.helion_config(self._resolve(config, shape), acf)))
 
     def compile_ptx(self, config: Mapping[str, Any], shape: Shape, target: TargetArch) -> KernelPTX:
         return self.precompile(config, shape, None, target)
@@ -192,6 +322,7 @@ class HelionAdapter:
         from paretotune.kernels.triton import compile_like_jit, ptx_of
 
         num_sms = NUM_SMS.get(target.capability, NUM_SMS[90])
+        config = self._resolve(config, shape)
         bound, args = self._bind_meta(shape, num_sms)
         host = bound.compile_config(self.helion_config(config, acf), allow_print=False)
         compiled: list[tuple[Any, int]] = []
@@ -219,18 +350,27 @@ class HelionAdapter:
         return self.spec.inputs(shape.params, device, seed)
 
     def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, inputs: Inputs) -> Prepared:
-        """Bind ``inputs`` and build ``config``. Helion's host function allocates its output on every call (the
-        caching allocator hands the same block back once the previous output is freed); only the inputs are
-        shared between arms."""
-        helion_config = self.helion_config(config, acf)
+        """Bind ``inputs`` and build ``config`` (``{}``: the shape's baseline config). Helion's host function
+        allocates its output on every call (the caching allocator hands the same block back once the previous
+        output is freed); only the inputs are shared between arms."""
+        helion_config = self.helion_config(self._resolve(config, shape), acf)
         args = tuple(self.spec.args(inputs, shape.params))
         bound = self.kernel.bind(args)
         host = bound.compile_config(helion_config, allow_print=False)
         bound.set_config(helion_config)  # a plain ``kernel(*args)`` call uses this config too, never autotunes
         reference = self.spec.reference
 
+        written = self.spec.outputs
+
+        def result(value: Any) -> Any:
+            if value is not None or not written:
+                return value
+            import torch
+
+            return torch.cat([args[i].float().flatten() for i in written])
+
         def launch_once() -> Any:
-            return host(*args)
+            return result(host(*args))
 
         return Prepared(launch=launch_once, reference=None if reference is None else lambda: reference(inputs),
                         atol=self.spec.atol, rtol=self.spec.rtol, kernel_name=self.kernel_name, inputs=inputs)

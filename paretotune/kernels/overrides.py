@@ -1,7 +1,7 @@
 """A campaign may narrow an adapter's knob space or change its baseline config without touching code."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,16 +11,14 @@ from paretotune.toolchain.arch import TargetArch
 
 
 def _in_list(config: Mapping[str, Any], listed: list[Any]) -> bool:
-    """A flat config contains one of the listed configs, or is a per-shape default (resolved later)."""
-    from paretotune.kernels.base import PER_SHAPE_DEFAULT
-
-    if config.get(PER_SHAPE_DEFAULT[0]) == PER_SHAPE_DEFAULT[1]:
-        return True
+    """A flat config contains one of the listed configs."""
     return any(all(config.get(k) == v for k, v in c.items()) for c in listed)
 
 
 class OverriddenAdapter:
-    """Wraps an adapter; ``space`` replaces the named knobs' values, ``default`` the named baseline values."""
+    """Wraps an adapter; ``space`` replaces the named knobs' values (a key inside an explicit config list keeps
+    the listed configs whose value it allows), ``default`` the named baseline values (per shape, on top of the
+    inner adapter's baseline for that shape)."""
 
     def __init__(self, inner: KernelAdapter, space: dict[str, list[Any]] | None,
                  default: dict[str, Any] | None) -> None:
@@ -33,38 +31,54 @@ class OverriddenAdapter:
         inside = {k: v for k, v in (space or {}).items() if k not in own and listed}
         if inside:  # narrowing a key of an explicit config list keeps the listed configs whose value is allowed
             own[CONFIG_LIST_KNOB] = [c for c in listed if all(c.get(k) in v for k, v in inside.items())]
-            space = {k: v for k, v in (space or {}).items() if k not in inside}
-        self._space = {**own, **(space or {})}
-        base_default = inner.default_config()
-        # a narrowed knob whose default fell out of the space takes the first allowed value
-        for key, values in (space or {}).items():
-            if base_default.get(key) not in values:
-                base_default[key] = values[0]
-        if inside and not _in_list(base_default, own[CONFIG_LIST_KNOB]):
-            base_default = {**dict(own[CONFIG_LIST_KNOB][0]), **{k: v for k, v in base_default.items()
-                                                                  if k in self._space}} if own[CONFIG_LIST_KNOB] else {}
-        self._default = {**base_default, **(default or {})}
+        self._narrowed = {k: v for k, v in (space or {}).items() if k not in inside}  # plain knobs
+        self._space = {**own, **self._narrowed}
+        self._listed = own[CONFIG_LIST_KNOB] if inside else None  # the narrowed config list, if narrowed
+        self._override = dict(default or {})
 
     def space(self) -> dict[str, list[Any]]:
         return dict(self._space)
 
-    def default_config(self) -> dict[str, Any]:
-        return dict(self._default)
+    def default_config(self, shape: Shape) -> dict[str, Any]:
+        """The inner baseline for ``shape`` with the campaign's ``kernel.default`` values on top."""
+        base_default = self.inner.default_config(shape)
+        # a narrowed knob whose default fell out of the space takes the first allowed value
+        for key, values in self._narrowed.items():
+            if base_default.get(key) not in values:
+                base_default[key] = values[0]
+        if self._listed is not None and not _in_list(base_default, self._listed):
+            # a baseline outside the narrowed config list takes its first config (plain knobs kept)
+            base_default = {**dict(self._listed[0]), **{k: v for k, v in base_default.items()
+                                                         if k in self._space}} if self._listed else {}
+        return {**base_default, **self._override}
+
+    def constraint(self) -> Callable[[Mapping[str, Any]], bool] | None:
+        return self.inner.constraint()
+
+    def __getattr__(self, name: str) -> Any:
+        """Anything else (baseline_source, space_note, ...) is the inner adapter's."""
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
 
     def compile_ptx(self, config: Mapping[str, Any], shape: Shape, target: TargetArch) -> KernelPTX:
-        return self.inner.compile_ptx(config, shape, target)
+        return self.inner.compile_ptx(self._resolve(config, shape), shape, target)
 
     def precompile(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, target: TargetArch) -> KernelPTX:
-        return self.inner.precompile(config, shape, acf, target)
+        return self.inner.precompile(self._resolve(config, shape), shape, acf, target)
 
     def make_inputs(self, shape: Shape, device: str, seed: int) -> Inputs:
         return self.inner.make_inputs(shape, device, seed)
 
     def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, inputs: Inputs) -> Prepared:
-        return self.inner.prepare(config, shape, acf, inputs)
+        return self.inner.prepare(self._resolve(config, shape), shape, acf, inputs)
 
     def check_shape(self, shape: Shape, config: Mapping[str, Any]) -> None:
-        self.inner.check_shape(shape, config)
+        self.inner.check_shape(shape, self._resolve(config, shape))
 
     def check_space(self, space: Mapping[str, list[Any]]) -> None:
         self.inner.check_space(space)
+
+    def _resolve(self, config: Mapping[str, Any], shape: Shape) -> Mapping[str, Any]:
+        """The empty per-shape baseline marker means this adapter's baseline (with the overrides)."""
+        return config if config else self.default_config(shape)

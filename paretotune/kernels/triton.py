@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from paretotune.errors import CandidateFailure, UserError
-from paretotune.kernels.base import PER_SHAPE_DEFAULT, Inputs, KernelPTX, Prepared, check_shape_keys
+from paretotune.kernels.base import Inputs, KernelPTX, Prepared, check_shape_keys
 from paretotune.records import Shape
 from paretotune.toolchain.arch import TargetArch
 
@@ -205,36 +205,35 @@ class TritonAdapter:
     def space(self) -> dict[str, list[Any]]:
         return {k: list(v) for k, v in self._space.items()}
 
-    def default_config(self) -> dict[str, Any]:
-        """The spec's default, else the first listed config (for an autotuned kernel with
-        ``early_config_prune``, the first it keeps for each shape), else each knob's first value. A default
-        that depends on the shape is resolved per shape when it is built."""
+    def default_config(self, shape: Shape) -> dict[str, Any]:
+        """The baseline config for ``shape``: the spec's default (called with the shape's sizes when it is a
+        function), else for an autotuned kernel with ``early_config_prune`` the first config it keeps for this
+        shape, else the first listed config, else each knob's first value."""
         from paretotune.search.space import flatten_config
 
-        if callable(self.spec.default) or (self.spec.default is None and self._prune() is not None
-                                           and self.spec.space is None):
-            return dict([PER_SHAPE_DEFAULT])
+        if callable(self.spec.default):
+            return dict(self.spec.default(shape.params))
         if self.spec.default is not None:
             return dict(self.spec.default)
+        tuner, prune = self.parts.autotuner, self._prune()
+        if tuner is not None and prune is not None and self.spec.space is None:
+            named = self.named_args(self.make_inputs(shape, "meta", 0), shape, config_dict(tuner.configs[0]))
+            kept = prune(list(tuner.configs), {k: v for k, v in named.items() if k not in tuner.configs[0].kwargs})
+            return config_dict(kept[0])
         return flatten_config({k: v[0] for k, v in self._space.items()})
+
+    def constraint(self) -> None:
+        """The spec's ``constraint`` already filtered the config list this adapter's space holds."""
+        return None
 
     def _prune(self) -> Callable[..., Any] | None:
         tuner = self.parts.autotuner
         return getattr(tuner, "early_config_prune", None) if tuner is not None else None
 
-    def resolve(self, config: Mapping[str, Any], shape: Shape) -> dict[str, Any]:
-        """The concrete config for one shape: a per-shape default is filled in (other keys win)."""
-        key, marker = PER_SHAPE_DEFAULT
-        if config.get(key) != marker:
-            return dict(config)
-        rest = {k: v for k, v in config.items() if k != key}
-        if callable(self.spec.default):
-            return {**dict(self.spec.default(shape.params)), **rest}
-        tuner, prune = self.parts.autotuner, self._prune()
-        assert tuner is not None and prune is not None
-        named = self.named_args(self.make_inputs(shape, "meta", 0), shape, config_dict(tuner.configs[0]))
-        kept = prune(list(tuner.configs), {k: v for k, v in named.items() if k not in tuner.configs[0].kwargs})
-        return {**config_dict(kept[0]), **rest}
+    def _resolve(self, config: Mapping[str, Any], shape: Shape) -> dict[str, Any]:
+        """The concrete config for one shape: the empty per-shape baseline marker (``{}``, see
+        :func:`~paretotune.kernels.base.baseline_config`) is this shape's baseline config."""
+        return dict(config) if config else self.default_config(shape)
 
     # -- arguments -------------------------------------------------------------------------------------------
     def make_inputs(self, shape: Shape, device: str, seed: int) -> Inputs:
@@ -283,11 +282,10 @@ class TritonAdapter:
         """Make a config's (the default's) arguments and grid on the meta device; raise
         :class:`~paretotune.kernels.base.UnknownShapeKey` for a shape key that neither the spec's functions
         read nor names a kernel parameter, else what the spec raises."""
-        base = self.default_config() if config is None else config
-
         def make(params: Mapping[str, Any]) -> None:
             seen = Shape(shape.label, params)  # type: ignore[arg-type]  # a read-tracking view of the sizes
-            resolved = self.resolve(base, seen)
+            default = self.default_config(seen)  # a per-shape default reads sizes too
+            resolved = dict(config) if config else default
             inputs = self.make_inputs(seen, "meta", 0)
             self.grid(self.named_args(inputs, seen, resolved), seen, resolved)
 
@@ -342,7 +340,7 @@ class TritonAdapter:
         return self.precompile(config, shape, None, target)
 
     def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, inputs: Inputs) -> Prepared:
-        config = self.resolve(config, shape)
+        config = self._resolve(config, shape)
         launch, _ = _split_config(config)
         if acf is not None:
             launch["ptx_options"] = f"--apply-controls {acf}"
@@ -369,13 +367,12 @@ class TritonAdapter:
                         atol=self.spec.atol, rtol=self.spec.rtol, kernel_name=fn.__name__, inputs=inputs,
                         output=inputs[out_name])
 
-
     def precompile(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, target: TargetArch) -> KernelPTX:
         """Compile with the ACF exactly as the launch will, so the GPU worker finds it in Triton's disk cache.
 
         Returns the PTX too: an ACF acts only in ptxas, so it is the PTX :meth:`compile_ptx` would give.
         """
-        config = self.resolve(config, shape)
+        config = self._resolve(config, shape)
         launch, _ = _split_config(config)
         if acf is not None:
             launch["ptx_options"] = f"--apply-controls {acf}"

@@ -20,6 +20,11 @@ class Proposal:
 
 
 class SearchEngine(Protocol):
+    """An engine may set ``asynchronous = True``: it can be asked again while earlier proposals are pending,
+    and told any subset of them (CompileIQ declares ``multiple_outstanding_asks``; random search learns
+    nothing). The campaign then keeps candidates in flight without waiting for a whole generation
+    (:mod:`paretotune.campaign.loop`); other engines get a generation at a time."""
+
     def ask(self) -> list[Proposal]:
         """The next batch of proposals (a generation, or what refills it after failures); ``[]`` when done."""
 
@@ -32,3 +37,8 @@ class SearchEngine(Protocol):
     def restore(self, path: str) -> None:
         """Load a :meth:`save` checkpoint into a freshly built engine; proposals pending at save time stay
         pending under the same ``engine_id`` (resume tells or re-evaluates them)."""
+
+
+def is_asynchronous(engine: object) -> bool:
+    """Whether ``engine`` takes overlapping asks and partial tells (see :class:`SearchEngine`)."""
+    return bool(getattr(engine, "asynchronous", False))

@@ -11,6 +11,7 @@ import os
 import re
 import warnings
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from paretotune.errors import UserError
@@ -52,7 +53,13 @@ def min_pool_size(num_objectives: int) -> int:
 class CompileIQEngine:
     """Kernel-config × ACF search with ``compileiq.ciq.Search`` in MANUAL (ask/tell) mode."""
 
-    def __init__(self, space: SearchSpace, *, num_objectives: int, pool_size: int, generations: int) -> None:
+    asynchronous = True  # its ask/tell backend allows multiple outstanding asks and tells of any subset
+
+    def __init__(self, space: SearchSpace, *, num_objectives: int, pool_size: int, generations: int,
+                 seed_config: Mapping[str, Any] | None = None, seed_prob: float = 0.5) -> None:
+        """``seed_config`` (e.g. the baseline's) seeds the search: each knob is left out of an initial candidate
+        with probability ``seed_prob`` (CompileIQ's ``knockout_prob``) and a knob left out takes the seed's
+        value, so the first generation starts around the seed and evolution turns knobs on."""
         from compileiq.ciq import Search
         from compileiq.search_spaces import base as ss
         from compileiq.types import SearchConfiguration, WorkerTypes
@@ -60,7 +67,9 @@ class CompileIQEngine:
         self.space = space
         self.num_objectives = num_objectives
         self._free = space.free
-        user = {k: ss.choice(list(range(len(v)))) for k, v in self._free.items()}
+        self._seed = {k: v for k, v in (seed_config or {}).items() if k in self._free and v in self._free[k]}
+        user = {k: ss.choice(list(range(len(v))), knockout_prob=seed_prob if k in self._seed else None)
+                for k, v in self._free.items()}
         if space.acf == "finite" and len(space.acf_options) > 1:
             user[ACF_KNOB] = ss.choice(list(range(len(space.acf_options))))
         parts: list[Any] = []
@@ -88,7 +97,7 @@ class CompileIQEngine:
             acf = bytes.fromhex(parts[-1])
         elif self.space.acf == "finite":
             acf = self.space.acf_options[int(user.pop(ACF_KNOB, 0))].data
-        config = self.space.config({k: self._free[k][int(i)] for k, i in user.items()})
+        config = self.space.config({**self._seed, **{k: self._free[k][int(i)] for k, i in user.items()}})
         return config, acf
 
     def _ask(self) -> list[Any]:

@@ -43,6 +43,8 @@ class RandomEngine:
             return [options[int(self._rng.integers(len(options)))].data for _ in range(self.pool_size)]
         return [None] * self.pool_size
 
+    asynchronous = True  # learns nothing: any ask, any tell, any order
+
     def ask(self) -> list[Proposal]:
         out = []
         for acf in self._acfs():

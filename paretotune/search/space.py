@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -48,6 +48,8 @@ class SearchSpace:
     acf: AcfKind = "none"
     acf_options: tuple[AcfOption, ...] = ()
     ptxas_version: str = "13.3"
+    # which knob combinations the kernel takes (None: all); applied once, where proposals are de-duplicated
+    constraint: Callable[[Mapping[str, Any]], bool] | None = field(default=None, compare=False)
     fixed: Mapping[str, Any] = field(init=False)  # knobs with one value: part of every config, never searched
 
     def __post_init__(self) -> None:
@@ -85,7 +87,7 @@ class SearchSpace:
 
     def configs_only(self) -> SearchSpace:
         """The same knobs without the ACF dimension (phase 1 of the sequential strategy)."""
-        return SearchSpace(knobs=self.knobs, acf="none", ptxas_version=self.ptxas_version)
+        return SearchSpace(knobs=self.knobs, acf="none", ptxas_version=self.ptxas_version, constraint=self.constraint)
 
     def at_config(self, config: Mapping[str, Any]) -> SearchSpace:
         """Only the ACF dimension, at one fixed kernel config (phase 2 of the sequential strategy)."""

@@ -1,12 +1,14 @@
 """The HTTP API (FastAPI): submit, list, inspect, cancel campaigns; fronts, artifacts, reports; the dashboard.
 
-Handlers are plain ``def`` functions, so FastAPI runs them in its thread pool and a slow one (a report, a
-cancel waiting for a process to die) never blocks the status endpoints.
+Handlers that read files are plain ``def`` functions, so FastAPI runs them in its thread pool and a slow one
+(a report, a cancel waiting for a process to die) never blocks the status endpoints. A submission is parsed
+and checked in a checker process (:mod:`.checkers`); ``/healthz`` and the dashboard page are ``async`` and
+need no thread. Every request first passes :mod:`.guard` (Host, Origin, content type) and the token check.
+While the app runs it holds the work directory's lock (:mod:`.lock`): one server per work directory.
 """
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,11 +16,13 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel
 
+from paretotune.service.checkers import Busy, CheckerPool
 from paretotune.service.config import ServiceConfig
+from paretotune.service.guard import refusal
+from paretotune.service.lock import WorkdirLock
 from paretotune.service.progress import RunView, artifact_names, artifact_path, budget_of
 from paretotune.service.queue import Scheduler
 from paretotune.service.store import CampaignState, CampaignStore
-from paretotune.service.validate import Invalid, body_to_yaml, check_campaign
 
 OPEN_PATHS = frozenset({"/", "/dashboard", "/healthz"})  # pages without data: the dashboard sends the token itself
 
@@ -55,20 +59,30 @@ class BodyTooLarge(Exception):
     pass
 
 
-def create_app(config: ServiceConfig) -> FastAPI:
+def create_app(config: ServiceConfig, lock: WorkdirLock | None = None) -> FastAPI:
+    """The app for ``config``; ``lock`` is the work directory's lock if the caller took it already (``serve``
+    does, to refuse a second server before it listens), else the lifespan takes it before the scheduler starts."""
     config.check()
     store = CampaignStore(config.workdir)
     scheduler = Scheduler(store, config)
+    checkers = CheckerPool(config)
     views = RunView()
     budgets: dict[str, int] = {}
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        scheduler.start()
+        held = lock if lock is not None else WorkdirLock(config.workdir)
+        held.acquire()
         try:
-            yield
+            scheduler.start()
+            checkers.start()
+            try:
+                yield
+            finally:
+                checkers.shutdown()
+                scheduler.shutdown()
         finally:
-            scheduler.shutdown()
+            held.release()
 
     # FastAPI's /docs and /redoc load their scripts from a CDN: off; /docs below renders the schema offline
     app = FastAPI(title="paretotune", version="1", lifespan=lifespan, docs_url=None, redoc_url=None,
@@ -77,12 +91,19 @@ def create_app(config: ServiceConfig) -> FastAPI:
 
     @app.middleware("http")
     async def guard(request: Request, call_next: Any) -> Response:
-        if request.url.path not in OPEN_PATHS and not config.authorized(request.headers.get("authorization")):
+        headers = request.headers
+        refused = refusal(config, request.method, headers.get("host"), headers.get("origin"),
+                          headers.get("content-type"), headers.get("authorization"))
+        if refused is not None and refused[0] == 403:
+            return JSONResponse({"detail": refused[1]}, status_code=403)
+        if request.url.path not in OPEN_PATHS and not config.authorized(headers.get("authorization")):
             return JSONResponse({"detail": "missing or wrong bearer token"}, status_code=401,
                                 headers={"WWW-Authenticate": "Bearer"})
         length = request.headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > config.max_body_bytes):
             return JSONResponse({"detail": f"request body over {config.max_body_bytes} bytes"}, status_code=413)
+        if refused is not None:
+            return JSONResponse({"detail": refused[1]}, status_code=refused[0])
         return await call_next(request)
 
     def _state(cid: str) -> CampaignState:
@@ -104,7 +125,8 @@ def create_app(config: ServiceConfig) -> FastAPI:
                                progress=progress)
 
     @app.post("/campaigns", status_code=201, response_model=Submitted,
-              responses={413: {"model": Problem}, 422: {"model": Problem}},
+              responses={413: {"model": Problem}, 415: {"model": Problem}, 422: {"model": Problem},
+                         503: {"model": Problem}},
               openapi_extra={"requestBody": {"required": True, "content": {
                   "application/json": {"schema": {"type": "object"}},
                   "application/yaml": {"schema": {"type": "string"}}}}})
@@ -115,22 +137,22 @@ def create_app(config: ServiceConfig) -> FastAPI:
             body.extend(chunk)
             if len(body) > config.max_body_bytes:
                 return JSONResponse({"detail": f"request body over {config.max_body_bytes} bytes"}, status_code=413)
+        try:
+            reply = await checkers.check(bytes(body), request.headers.get("content-type", ""))
+        except Busy:
+            return JSONResponse({"detail": "every checker is busy; retry shortly"}, status_code=503,
+                                headers={"Retry-After": "2"})
+        if "internal" in reply:
+            return JSONResponse({"detail": "internal error while checking the campaign"}, status_code=500)
+        if not reply["ok"]:
+            return JSONResponse({"detail": {"field": reply["field"], "error": reply["error"]}}, status_code=422)
         from starlette.concurrency import run_in_threadpool
 
-        return await run_in_threadpool(_submit, bytes(body), request.headers.get("content-type", ""))
+        return await run_in_threadpool(_queue, reply["name"], reply["kind"], reply["text"])
 
-    def _submit(body: bytes, content_type: str) -> Any:
-        try:
-            text = body_to_yaml(body, content_type)
-            scratch = config.workdir.resolve() / "campaigns"
-            with tempfile.TemporaryDirectory(dir=scratch, prefix=".incoming-") as tmp:
-                from pathlib import Path
-
-                accepted = check_campaign(text, Path(tmp), config)
-        except Invalid as exc:
-            return JSONResponse({"detail": {"field": exc.field, "error": exc.message}}, status_code=422)
+    def _queue(name: str, kind: Any, text: str) -> JSONResponse:
         with scheduler.lock:
-            state = store.new(accepted.name, accepted.kind, accepted.text)
+            state = store.new(name, kind, text)
         return JSONResponse(Submitted(id=state.id, status=state.status).model_dump(), status_code=201)
 
     @app.get("/campaigns", response_model=CampaignList)
@@ -180,9 +202,14 @@ def create_app(config: ServiceConfig) -> FastAPI:
         return FileResponse(path, media_type="application/octet-stream" if name.endswith(".acf") else "text/plain",
                             filename=name)
 
-    @app.post("/campaigns/{cid}/cancel", response_model=CampaignSummary, responses={404: {"model": Problem}})
+    @app.post("/campaigns/{cid}/cancel", response_model=CampaignSummary,
+              responses={404: {"model": Problem}, 415: {"model": Problem}},
+              openapi_extra={"requestBody": {"required": False, "content": {
+                  "application/json": {"schema": {"type": "object"}}}}})
     def cancel(cid: str) -> CampaignSummary:
-        """Stop a running campaign (its whole process group) or drop a queued one; finished ones are unchanged."""
+        """Stop a running campaign (its whole process group) or drop a queued one; finished ones are unchanged.
+
+        Send ``Content-Type: application/json`` (the body may be empty) or the token: a state change."""
         with scheduler.lock:
             state = scheduler.cancel(_state(cid))
         return _summary(state)
@@ -203,7 +230,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
             raise HTTPException(409, str(exc).replace(str(store.root), "<workdir>")) from None
 
     @app.get("/healthz")
-    def healthz() -> dict[str, str]:
+    async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
     @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
@@ -215,7 +242,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
 
     @app.get("/", response_class=HTMLResponse)
     @app.get("/dashboard", response_class=HTMLResponse)
-    def dashboard() -> HTMLResponse:
+    async def dashboard() -> HTMLResponse:
         """Campaigns with live progress and the Pareto plot of the selected one (polls the API)."""
         from paretotune.service.dashboard import PAGE
 

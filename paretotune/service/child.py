@@ -13,13 +13,17 @@ import signal
 import sys
 
 
-def main(argv: list[str]) -> int:
-    server = int(argv[0])
+def die_with_parent(server: int) -> bool:
+    """Arm PR_SET_PDEATHSIG (SIGKILL); False if the server already died (then exit at once)."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass  # not Linux: the next server's recover() kills what is left
-    if os.getppid() != server:
+    return os.getppid() == server
+
+
+def main(argv: list[str]) -> int:
+    if not die_with_parent(int(argv[0])):
         return 1
     from paretotune.cli import main as cli
 

@@ -95,6 +95,10 @@ class Scheduler:
         env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
         if state.kind == "gpu":
             env["CUDA_VISIBLE_DEVICES"] = slot
+        if self.config.ray_address is not None:  # the operator's cluster (campaigns may not name one)
+            env["RAY_ADDRESS"] = self.config.ray_address
+        else:
+            env.pop("RAY_ADDRESS", None)
         cmd = [self.config.python or sys.executable, "-m", "paretotune.service.child", str(os.getpid()), "run",
                str(folder / "campaign.yaml"), "--out", str(folder / "run"), "--resume", "--quiet"]
         state.attempts += 1

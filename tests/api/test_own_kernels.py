@@ -69,7 +69,7 @@ def test_autotuned_kernel_is_tuned_unchanged(tmp_path: Path) -> None:
     assert (results["status"] == "ok").all()  # configs pruned on every shape are not searched at all
     assert results.loc[results["is_baseline"], "status"].iloc[0] == "ok"
     adapter = _adapter(autotuned.rms_norm)
-    assert adapter.resolve(adapter.default_config(), Shape("r", {"rows": 8, "n_cols": 2048}))["BLOCK"] == 2048
+    assert adapter.default_config(Shape("r", {"rows": 8, "n_cols": 2048}))["BLOCK"] == 2048
     front = run.front()
     assert "ratio:registers" in front.columns and not front.empty
 
@@ -114,8 +114,9 @@ def test_constraint_and_per_shape_default_compile_for_sm90() -> None:
     assert {"BLOCK": 256, "num_warps": 8} not in listed and {"BLOCK": 1024, "num_warps": 8} in listed
     assert len(listed) == 4
     small, big = Shape("s", {"n": 1000}), Shape("b", {"n": 1 << 20})
-    assert adapter.resolve(adapter.default_config(), big) == {"BLOCK": 1024, "num_warps": 2}
-    ptx = adapter.compile_ptx(adapter.default_config(), small, TARGETS["sm_90"])
+    assert adapter.default_config(big) == {"BLOCK": 1024, "num_warps": 2}
+    assert adapter.default_config(small) == {"BLOCK": 256, "num_warps": 2}
+    ptx = adapter.compile_ptx({}, small, TARGETS["sm_90"])  # {}: each shape at its own baseline config
     assert ptx.kernel_name == "add_kernel" and ptx.num_warps == 2 and ".visible .entry add_kernel" in ptx.ptx
 
 

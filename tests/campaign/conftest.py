@@ -85,6 +85,38 @@ class FakeEvaluator:
         pass
 
 
+class FeedFakeEvaluator(FakeEvaluator):
+    """The fake evaluator taking a :class:`~paretotune.execution.pool.Feed`, as the real ones do: the loop
+    then keeps candidates in flight across generations (the steady schedule). Takes up to three at a time
+    and returns them out of order, like a pool of three workers."""
+
+    accepts_feed = True
+
+    def stream(self, candidates: Any) -> Iterator[TrialRecord]:
+        from paretotune.execution.pool import Feed
+
+        if not isinstance(candidates, Feed):
+            yield from super().stream(candidates)
+            return
+        more = True
+        while more:
+            got, more = candidates.take(3, 1.0)
+            yield from super().stream(got)
+
+
+@pytest.fixture
+def feed_fake_evaluator(monkeypatch: pytest.MonkeyPatch) -> type[FakeEvaluator]:
+    from paretotune.campaign import loop
+
+    FakeEvaluator.evaluations = Counter()
+
+    def make(campaign: Any, ptxas: Any, run: Any, objectives: Any) -> FakeEvaluator:
+        return FeedFakeEvaluator([o.name for o in objectives])
+
+    monkeypatch.setattr(loop, "make_evaluator", make)
+    return FakeEvaluator
+
+
 @pytest.fixture
 def fake_evaluator(monkeypatch: pytest.MonkeyPatch) -> type[FakeEvaluator]:
     from paretotune.campaign import loop

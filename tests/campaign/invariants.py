@@ -72,9 +72,13 @@ def check_engine_ledger(run_dir: Path, records: list[TrialRecord], space: dict[s
     envelope = json.loads((run_dir / cp.engine_file).read_text())
     told: set[Key] = set()
     fixed = {k: v[0] for k, v in space.items() if len(v) == 1}
+    # a joint search is seeded with the baseline config: a knob CompileIQ left out of a candidate
+    # (knockout) takes the baseline's value
+    baseline = next(r.config for r in records if r.is_baseline)
+    seed = {k: v for k, v in baseline.items() if k in space and len(space[k]) > 1}
     for row in envelope["result_ledger"]["rows"]:
         knobs, acf_hex = row["params"]
-        config = {**fixed, **{k: space[k][int(i)] for k, i in knobs.items()}}
+        config = {**fixed, **seed, **{k: space[k][int(i)] for k, i in knobs.items()}}
         key = point_key(config, hashlib.sha256(bytes.fromhex(acf_hex)).hexdigest())
         assert key in stored, f"the engine was told a point the store does not hold: {key}"
         want = stored[key]

@@ -54,7 +54,7 @@ TABLE: dict[str, str] = {
     "acf_made_for_other_arch": r"acf\.files\[0\]: .*made_for_sm_80\.acf: ACF made for sm_80, but the target is sm_90",
     "search_engine_unknown": r"search\.engine: unknown engine 'compileqi' \(known: .*compileiq",
     "search_engine_cannot_sample_acfs": r"search(\.engine)?: .*grid .*generated ACFs",
-    "search_strategy_unknown": r"search\.strategy: Input should be 'joint' or 'sequential'",
+    "search_strategy_unknown": r"search\.strategy: Input should be 'joint', 'sequential' or 'acf-only'",
     "search_sequential_without_acfs": r"search(\.strategy)?: .*sequential tunes configs, then ACFs",
     "search_generations_zero": r"search\.generations: Input should be greater than or equal to 1",
     "search_generations_a_string": r"search\.generations: Input should be a valid integer",

@@ -40,7 +40,7 @@ class ScaleAdapter:
     def space(self) -> dict[str, list[Any]]:
         return {"scale": [2.0], "bias": [0.0, 1.0], "num_warps": [4, 8]}
 
-    def default_config(self) -> dict[str, Any]:
+    def default_config(self, shape: Shape) -> dict[str, Any]:
         return {"scale": 2.0, "bias": 0.0, "num_warps": 4}
 
     def make_inputs(self, shape: Shape, device: str, seed: int) -> Inputs:
@@ -137,11 +137,11 @@ def test_correctness_uses_the_reference_or_else_the_baseline_output(with_referen
     assert check_candidate(adapter, same, shape, None, "cpu", seed=5) is None
     problem = check_candidate(adapter, {**same, "bias": 1.0}, shape, None, "cpu", seed=5)
     assert problem is not None and problem.startswith("wrong answer: 256 of 256 elements off")
-    baseline_runs = [launch for launch in adapter.launches if launch["config"] == adapter.default_config()]
+    baseline_runs = [launch for launch in adapter.launches if launch["config"] == adapter.default_config(shape)]
     # without a reference the baseline ran, on the candidate's fresh inputs; with one it never ran
     assert len(baseline_runs) == (0 if with_reference else 2)
     if not with_reference:
-        cand_runs = [launch for launch in adapter.launches if launch["config"] != adapter.default_config()]
+        cand_runs = [launch for launch in adapter.launches if launch["config"] != adapter.default_config(shape)]
         assert [b["ptrs"] for b in baseline_runs] == [c["ptrs"] for c in cand_runs]
 
 
@@ -235,7 +235,7 @@ def test_real_adapters_bind_the_given_inputs_and_pass_a_missing_reference_on(wit
     triton_adapter = TritonAdapter("triton_softmax", triton_spec)
     shape = Shape("s", {"M": 4, "N": 64, "dtype": "float32"})
     inputs = triton_adapter.make_inputs(shape, "cpu", 3)
-    prepared = triton_adapter.prepare(triton_adapter.default_config(), shape, None, inputs)
+    prepared = triton_adapter.prepare(triton_adapter.default_config(shape), shape, None, inputs)
     assert prepared.inputs is inputs and prepared.output is inputs["y"]
     if with_reference:
         torch.testing.assert_close(prepared.reference(), torch.softmax(inputs["x"], dim=-1))
@@ -246,7 +246,7 @@ def test_real_adapters_bind_the_given_inputs_and_pass_a_missing_reference_on(wit
     helion_adapter = HelionAdapter("plain_scale", helion_spec)
     shape = Shape("n", {"N": 1024})
     inputs = helion_adapter.make_inputs(shape, "cpu", 0)
-    prepared = helion_adapter.prepare(helion_adapter.default_config(), shape, None, inputs)
+    prepared = helion_adapter.prepare(helion_adapter.default_config(shape), shape, None, inputs)
     assert prepared.inputs is inputs
     if with_reference:
         torch.testing.assert_close(prepared.reference(), inputs["x"] * 2)

@@ -69,5 +69,5 @@ def test_prestarted_worker_is_warm_before_its_first_job(tmp_path: Path, monkeypa
     finally:
         gpu.stop()
     built = [json.loads(p.read_text()) for p in (tmp_path / "cache").glob("*/*.json") if "__grp" not in p.name]
-    default = make_adapter(campaign).default_config()
+    default = make_adapter(campaign).default_config(campaign.shapes[0])
     assert [{"num_warps": b["num_warps"], "num_stages": b["num_stages"]} for b in built] == [default]

@@ -81,7 +81,8 @@ def test_one_compile_per_candidate(tmp_path: Path, acfs: tuple[Path, list[str]],
     with_acf = [e["ptx_options"].split()[1] for e in entries if e.get("ptx_options")]
     assert with_acf == [str(acfs[0] / f"{acfs[1][0]}.acf")]
     # the other build is the worker's warm-up: the default config, no ACF, compiled before its first candidate
-    default = make_adapter(campaign_from_text(campaign_text or QUICKSTART.read_text(), QUICKSTART)).default_config()
+    loaded = campaign_from_text(campaign_text or QUICKSTART.read_text(), QUICKSTART)
+    default = make_adapter(loaded).default_config(loaded.shapes[0])
     warm = [{"num_warps": e["num_warps"], "num_stages": e["num_stages"]} for e in entries if not e.get("ptx_options")]
     assert warm == [default]
     # the static objectives come from the report of Triton's own ptxas run, equal to a static campaign's ptxas -v

@@ -39,8 +39,8 @@ class Recording:
     def space(self) -> dict[str, list[Any]]:
         return self.inner.space()
 
-    def default_config(self) -> dict[str, Any]:
-        return self.inner.default_config()
+    def default_config(self, shape: Shape) -> dict[str, Any]:
+        return self.inner.default_config(shape)
 
     def make_inputs(self, shape: Shape, device: str, seed: int) -> Inputs:
         return self.inner.make_inputs(shape, device, seed)
@@ -87,21 +87,21 @@ def test_search_arms_share_cuda_buffers() -> None:
     shapes = [Shape("s", {"M": 1024, "N": 4096, "dtype": "float16"})]
     spec = EvaluationSpec(warmup_ms=2, rep_ms=5)
     baselines: dict[str, Any] = {}
-    configs = [{**adapter.default_config(), "num_warps": w} for w in (8, 16)]
+    configs = [{**adapter.default_config(shapes[0]), "num_warps": w} for w in (8, 16)]
     for i, config in enumerate(configs):
         result = measure(adapter, SimpleNamespace(shapes=shapes), GpuJob(i + 1, config, None, 1000 + i),
                          baselines, spec, timer=adapter.timer(2, 5))
         assert result["s"]["runtime_ms"] > 0 and result["s"]["timing"] in ("events", "cudagraph")
     timed = [launch for launch in adapter.launches if launch["timed"]]
-    assert {launch["config"]["num_warps"] for launch in timed} == {adapter.default_config()["num_warps"], 8, 16}
+    assert {launch["config"]["num_warps"] for launch in timed} == {adapter.default_config(shapes[0])["num_warps"], 8, 16}
     assert len({launch["ptrs"] for launch in timed}) == 1
 
 
 def test_validate_arms_share_cuda_buffers_and_checks_do_not() -> None:
     adapter = Recording(_scale(reference=True))
     shape = Shape("n", {"N": 1 << 22})
-    cands = [{"candidate_id": 3, "config": {**adapter.default_config(), "num_warps": 8}, "acf_path": None},
-             {"candidate_id": 4, "config": {**adapter.default_config(), "BUG": 1}, "acf_path": None}]
+    cands = [{"candidate_id": 3, "config": {**adapter.default_config(shape), "num_warps": 8}, "acf_path": None},
+             {"candidate_id": 4, "config": {**adapter.default_config(shape), "BUG": 1}, "acf_path": None}]
     result = validate_shape(adapter, shape, cands, rounds=3, seed=0, device=DEVICE, setting="auto",
                             timer=adapter.timer(2, 5), rng=random.Random(0))
     assert set(result["samples"]) == {"baseline", "-1", "3"} and "wrong answer" in result["errors"]["4"]
@@ -115,7 +115,7 @@ def test_validate_arms_share_cuda_buffers_and_checks_do_not() -> None:
 def test_default_reference_is_the_baseline_output_on_cuda() -> None:
     adapter = _scale(reference=False)
     shape = Shape("n", {"N": 1 << 20})
-    good, wrong = adapter.default_config(), {**adapter.default_config(), "BUG": 1}
+    good, wrong = adapter.default_config(shape), {**adapter.default_config(shape), "BUG": 1}
     assert adapter.prepare(good, shape, None, adapter.make_inputs(shape, DEVICE, 0)).reference is None
     assert check_candidate(adapter, {**good, "num_warps": 8}, shape, None, DEVICE, seed=7) is None
     problem = check_candidate(adapter, wrong, shape, None, DEVICE, seed=7)
@@ -136,7 +136,7 @@ def test_helion_launch_is_timed_under_cuda_graphs() -> None:
 
     adapter = HelionAdapter("helion_rms_norm", helion_rms_norm)
     shape = Shape("llm", {"M": 2048, "N": 4096})
-    prepared = adapter.prepare(adapter.default_config(), shape, None, adapter.make_inputs(shape, DEVICE, 0))
+    prepared = adapter.prepare(adapter.default_config(shape), shape, None, adapter.make_inputs(shape, DEVICE, 0))
     graphs = bench(prepared.launch, 5, 20, "cudagraph")
     events = bench(prepared.launch, 5, 20, "events")
     assert 0 < graphs.median_ms and 0 < events.median_ms

@@ -31,7 +31,7 @@ def _jit_function(kernel: Bundled, adapter: Any, acf: Path | None) -> Any:
     spec = kernel.spec()
     shape = kernel.shape_record()
     args = tuple(spec.args(spec.inputs(shape.params, DEVICE, 0), shape.params))
-    host = adapter.kernel.bind(args).compile_config(adapter.helion_config(adapter.default_config(), acf),
+    host = adapter.kernel.bind(args).compile_config(adapter.helion_config(adapter.default_config(shape), acf),
                                                     allow_print=False)
     return host.__globals__[adapter.kernel_name]
 
@@ -56,7 +56,8 @@ def test_prepare_runs_and_matches_the_static_build(kernel: Bundled, with_acf: bo
 
     acf = request.getfixturevalue("sampled_acfs")[0] if with_acf else None
     adapter = kernel.adapter()
-    config, shape = adapter.default_config(), kernel.shape_record()
+    shape = kernel.shape_record()
+    config = adapter.default_config(shape)
 
     prepared = adapter.prepare(config, shape, acf, adapter.make_inputs(shape, DEVICE, 0))
     out = prepared.launch()
@@ -93,7 +94,7 @@ def test_helion_meta_codegen_equals_cuda_codegen(kernel: Bundled) -> None:
     adapter = kernel.adapter()
     spec, shape = kernel.spec(), kernel.shape_record()
     args = tuple(spec.args(spec.inputs(shape.params, DEVICE, 0), shape.params))
-    for config in (adapter.default_config(), {**adapter.default_config(), "pid_type": "persistent_interleaved",
+    for config in (adapter.default_config(shape), {**adapter.default_config(shape), "pid_type": "persistent_interleaved",
                                               "block_sizes": [2], "reduction_loops": [512]}):
         on_gpu = adapter.kernel.bind(args).to_triton_code(adapter.helion_config(config))
         assert adapter.triton_source(config, shape) == on_gpu, f"meta and cuda codegen differ for {config}"

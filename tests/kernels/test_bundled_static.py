@@ -21,7 +21,7 @@ def default_ptx(kernel: Bundled) -> KernelPTX:
     """The default config's PTX, compiled once per session (ACFs act only in ptxas)."""
     if kernel.name not in _PTX:
         adapter = kernel.adapter()
-        _PTX[kernel.name] = adapter.compile_ptx(adapter.default_config(), kernel.shape_record(), SM90)
+        _PTX[kernel.name] = adapter.compile_ptx(adapter.default_config(kernel.shape_record()), kernel.shape_record(), SM90)
     return _PTX[kernel.name]
 
 
@@ -40,7 +40,7 @@ def acf_builds(ptxas: Ptxas, sampled_acfs: list[Path]) -> dict[str, list[BuildSt
 def test_spec_is_consistent(kernel: Bundled) -> None:
     spec = kernel.spec()
     adapter = kernel.adapter()
-    validate_config(adapter.space(), adapter.default_config(), kernel.name)  # the default lies in the space
+    validate_config(adapter.space(), adapter.default_config(kernel.shape_record()), kernel.name)  # the default lies in the space
     assert all(len(values) >= 1 for values in adapter.space().values())
     assert kernel.shape in spec.shapes and 0 < spec.atol < 1 and 0 < spec.rtol < 1
 
@@ -53,7 +53,7 @@ def test_default_compiles_to_sm90_ptx(kernel: Bundled, ptxas: Ptxas) -> None:
     assert kptx.kernel_name == expected
     assert f".visible .entry {expected}(" in kptx.ptx
     assert ".target sm_90a" in kptx.ptx
-    assert kptx.num_warps == adapter.default_config()["num_warps"]
+    assert kptx.num_warps == adapter.default_config(kernel.shape_record())["num_warps"]
     assert f".reqntid {32 * kptx.num_warps}" in kptx.ptx  # the config's warps reached the compiled kernel
     stats = build(ptxas, kptx, None)
     assert stats.registers > 0 and stats.num_warps == kptx.num_warps

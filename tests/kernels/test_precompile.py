@@ -29,21 +29,21 @@ def test_precompile_caches_the_acf_build(kernel: Bundled, sampled_acfs: list[Pat
     adapter = kernel.adapter()
     acf = sampled_acfs[0]
     kernel_name = adapter.kernel_name if hasattr(adapter, "kernel_name") else adapter.spec.fn.__name__
-    kptx = adapter.precompile(adapter.default_config(), kernel.shape_record(), acf, TARGETS["sm_90"])
+    kptx = adapter.precompile(adapter.default_config(kernel.shape_record()), kernel.shape_record(), acf, TARGETS["sm_90"])
     entries = cache_entries(tmp_path / "cache", kernel_name)
     assert len(entries) == 1, entries
     applied = entries[0]["ptx_options"].split()
     assert applied[0] == "--apply-controls" and Path(applied[1]).resolve() == acf.resolve()
     assert list((tmp_path / "cache").glob(f"*/{kernel_name}.cubin"))
 
-    adapter.precompile(adapter.default_config(), kernel.shape_record(), acf, TARGETS["sm_90"])
+    adapter.precompile(adapter.default_config(kernel.shape_record()), kernel.shape_record(), acf, TARGETS["sm_90"])
     assert len(cache_entries(tmp_path / "cache", kernel_name)) == 1  # the same key: found, not rebuilt
 
-    adapter.precompile(adapter.default_config(), kernel.shape_record(), None, TARGETS["sm_90"])
+    adapter.precompile(adapter.default_config(kernel.shape_record()), kernel.shape_record(), None, TARGETS["sm_90"])
     without = [e for e in cache_entries(tmp_path / "cache", kernel_name) if not e.get("ptx_options")]
     assert len(without) == 1  # no ACF: another entry, without controls
 
-    plain = adapter.compile_ptx(adapter.default_config(), kernel.shape_record(), TARGETS["sm_90"])
+    plain = adapter.compile_ptx(adapter.default_config(kernel.shape_record()), kernel.shape_record(), TARGETS["sm_90"])
     # the ACF acts only in ptxas: the static stage can take its PTX from the precompile (Helion's generated
     # module differs by the ptx_options string, so only its debug line info moves)
     assert ptx_code(kptx.ptx) == ptx_code(plain.ptx) and kptx.num_warps == plain.num_warps

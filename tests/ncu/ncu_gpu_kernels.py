@@ -69,6 +69,7 @@ def make_helion_launch(params: dict[str, Any]) -> Callable[[], None]:
     from paretotune.records import Shape
 
     adapter = HelionAdapter("helion_softmax", helion_softmax)
-    config = {**adapter.default_config(), "block_sizes": [int(params["block"])], "num_warps": int(params["num_warps"])}
     shape = Shape(label="s", params={"M": int(params["rows"]), "N": int(params["cols"]), "dtype": "float16"})
+    config = {**adapter.default_config(shape), "block_sizes": [int(params["block"])],
+              "num_warps": int(params["num_warps"])}
     return adapter.prepare(config, shape, None, adapter.make_inputs(shape, params.get("device", "cuda"), 0)).launch

@@ -11,7 +11,8 @@ same-result check is made with a seeded engine in tests/campaign/test_resume.py.
 Kill moments (seeded RNG, bounded count and time) mix three kinds: a random time after launch (often during
 start-up), a random delay after the run's next visible step (a stored record or a commit), and the instant the
 last record of a generation is stored (the window between append and tell that resume must handle by telling
-stored records rather than evaluating them again). A kill comes at the latest after a few new records, and
+stored records rather than evaluating them again; under the steady schedule, whose generations overlap, the
+instant any in-flight candidate is stored). A kill comes at the latest after a few new records, and
 once the budget left gets short, with the first one, so that 20 kills fit into the budget on a fast machine. The whole process group is not killed, only the campaign
 process, as the OOM killer would: its workers must notice and exit by themselves.
 """
@@ -76,8 +77,11 @@ def _kill_at(proc: subprocess.Popen[bytes], run: Path, rng: random.Random, *, ge
         if kind == "step" and now[:2] != first[:2]:
             time.sleep(rng.uniform(0.0, 0.8))
             break
-        if kind == "generation-end" and now[2] and now[2] <= now[3]:
-            break  # every in-flight candidate is stored: tell and commit are under way
+        if kind == "generation-end" and now[2] and (now[2] <= now[3] or now[2] & (now[3] - first[3])):
+            # every in-flight candidate is stored: tell and commit are under way; under the steady schedule
+            # generations overlap and never all end at once: there, a candidate stored while the last commit
+            # still holds it in flight (the same window between append and tell)
+            break
         if time.monotonic() - start > 60:
             break
         time.sleep(0.005)

@@ -19,11 +19,12 @@ from paretotune.service.config import ServiceConfig, is_loopback
 from tests.service.conftest import small_campaign
 
 TOKEN = "s3cret-token-0123456789"
+BASE = "http://127.0.0.1:8765"  # the server refuses Host names that are not its own (TestClient's is 'testserver')
 
 
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(ServiceConfig(workdir=tmp_path / "work"))) as c:
+    with TestClient(create_app(ServiceConfig(workdir=tmp_path / "work")), base_url=BASE) as c:
         yield c
 
 
@@ -86,7 +87,7 @@ def test_bad_yaml_empty_and_binary_bodies(client: TestClient) -> None:
 
 
 def test_request_size_limit(tmp_path: Path) -> None:
-    with TestClient(create_app(ServiceConfig(workdir=tmp_path / "w", max_body_bytes=1000))) as c:
+    with TestClient(create_app(ServiceConfig(workdir=tmp_path / "w", max_body_bytes=1000)), base_url=BASE) as c:
         r = c.post("/campaigns", content=b"x" * 1001, headers={"content-type": "application/yaml"})
         assert r.status_code == 413
 
@@ -102,7 +103,7 @@ def test_unknown_ids_and_artifact_names_stay_inside_the_workdir(client: TestClie
     for path in ("/campaigns/nope", "/campaigns/000001-abcdef12", "/campaigns/..%2F..%2Fetc/front",
                  "/campaigns/000001-abcdef12/report", "/campaigns/000001-abcdef12/artifacts/x.acf"):
         assert client.get(path).status_code == 404, path
-    assert client.post("/campaigns/000001-abcdef12/cancel").status_code == 404
+    assert client.post("/campaigns/000001-abcdef12/cancel", json={}).status_code == 404
     from paretotune.service.progress import artifact_path
 
     run = tmp_path / "run"
@@ -120,7 +121,7 @@ def test_front_and_report_before_any_result_are_409(tmp_path: Path) -> None:
 
     store = CampaignStore(tmp_path / "w")
     state = store.new("x", "gpu", small_campaign())  # gpu: a server without GPUs never starts it
-    with TestClient(create_app(ServiceConfig(workdir=tmp_path / "w"))) as c:
+    with TestClient(create_app(ServiceConfig(workdir=tmp_path / "w")), base_url=BASE) as c:
         assert c.get(f"/campaigns/{state.id}").json()["status"] == "queued"
         assert c.get(f"/campaigns/{state.id}/front").status_code == 409
         assert c.get(f"/campaigns/{state.id}/report").status_code == 409
@@ -134,14 +135,16 @@ def test_non_loopback_needs_a_token() -> None:
     with pytest.raises(UserError, match="needs a token"):
         ServiceConfig(workdir=Path("."), host="0.0.0.0").check()
     with pytest.raises(UserError, match="16 characters"):
-        ServiceConfig(workdir=Path("."), host="0.0.0.0", token="short").check()
-    ServiceConfig(workdir=Path("."), host="0.0.0.0", token=TOKEN).check()
+        ServiceConfig(workdir=Path("."), host="0.0.0.0", token="short", allowed_hosts=("gpu-box",)).check()
+    with pytest.raises(UserError, match="--allow-host"):  # a wildcard bind has no name of its own to check Host against
+        ServiceConfig(workdir=Path("."), host="0.0.0.0", token=TOKEN).check()
+    ServiceConfig(workdir=Path("."), host="0.0.0.0", token=TOKEN, allowed_hosts=("gpu-box",)).check()
 
 
 def test_token_is_required_on_every_api_endpoint(tmp_path: Path) -> None:
     # an in-process client: the config says 0.0.0.0, but nothing binds any address
-    app = create_app(ServiceConfig(workdir=tmp_path / "w", host="0.0.0.0", token=TOKEN))
-    with TestClient(app) as c:
+    app = create_app(ServiceConfig(workdir=tmp_path / "w", host="0.0.0.0", token=TOKEN, allowed_hosts=("gpu-box",)))
+    with TestClient(app, base_url="http://gpu-box:8765") as c:
         for method, path in (("GET", "/campaigns"), ("GET", "/openapi.json"), ("POST", "/campaigns"),
                              ("GET", "/campaigns/000001-abcdef12/front"), ("POST", "/campaigns/000001-abcdef12/cancel")):
             assert c.request(method, path).status_code == 401, path

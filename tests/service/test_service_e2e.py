@@ -75,9 +75,9 @@ def test_submit_poll_front_artifact_cancel(module_server: Server) -> None:
     # the second one runs now (one static slot) and the third waits: drop the third, then stop the second
     st = server.wait(second, lambda s: s["status"] == "running" and s["progress"]["evaluated"] >= 1)
     assert server.status(third)["status"] == "queued"
-    assert server.client.post(f"/campaigns/{third}/cancel").json()["status"] == "cancelled"
+    assert server.client.post(f"/campaigns/{third}/cancel", json={}).json()["status"] == "cancelled"
     pgid = json.loads((server.workdir / "campaigns" / second / "state.json").read_text())["pid"]
-    r = server.client.post(f"/campaigns/{second}/cancel")
+    r = server.client.post(f"/campaigns/{second}/cancel", json={})
     assert r.status_code == 200 and r.json()["status"] == "cancelled", r.text
     assert not _group_alive(pgid), "cancel left campaign processes behind"
     evaluated = server.status(second)["progress"]["evaluated"]
@@ -85,7 +85,7 @@ def test_submit_poll_front_artifact_cancel(module_server: Server) -> None:
     time.sleep(1.0)  # the scheduler would have started the third by now, had the cancel not held
     assert server.status(third)["status"] == "cancelled" and server.status(third)["attempts"] == 0
     assert server.status(second)["progress"]["evaluated"] == evaluated
-    assert server.client.post(f"/campaigns/{first}/cancel").json()["status"] == "done"  # finished: unchanged
+    assert server.client.post(f"/campaigns/{first}/cancel", json={}).json()["status"] == "done"  # finished: unchanged
     assert not (server.workdir / "campaigns" / third / "run").exists()
 
 

@@ -19,7 +19,9 @@ from paretotune.service.config import ServiceConfig
 
 WORKDIR = Path(tempfile.mkdtemp(prefix="paretotune-schemathesis-"))
 atexit.register(shutil.rmtree, WORKDIR, ignore_errors=True)
-schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(ServiceConfig(workdir=WORKDIR)))
+# schemathesis calls the app as Host 'testserver' (Starlette's test client); the server refuses names it was not given
+schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(ServiceConfig(workdir=WORKDIR,
+                                                                                  allowed_hosts=("testserver",))))
 
 
 @schema.parametrize()

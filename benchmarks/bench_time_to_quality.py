@@ -1,0 +1,472 @@
+"""Time to quality on one GPU: the fastest kernel each tool reaches for the wall time it is given (issue 19).
+
+Per kernel, one after another on the same GPU:
+
+- paretotune ``joint``, ``sequential`` and ``acf-only`` (runtime objective, CompileIQ, ``search.wall_clock_s``
+  = the largest budget), each a CLI run in its own process, exactly as a user runs it;
+- Helion's autotuner (Helion kernels): its own config space, ``autotune_search_acf`` = the shipped ACF list
+  (``benchmarks/inputs/ttq_acfs``: ACFs a CPU static CompileIQ campaign found on another kernel, the Triton
+  layer norm; Helion always tries no-ACF too), in-process benchmarking, ``autotune_budget_seconds``;
+- Triton's ``@triton.autotune`` over its configs (the Triton kernel: docs/examples/autotuned.py).
+
+Best runtime reached vs wall seconds comes from each tool's own timeline (paretotune: record times; Helion:
+its autotune CSV; Triton: one point when autotune returns). Each smaller budget is read off the same run
+(best reached by then). At the end every tool's winner is re-timed side by side in one fresh process on the
+same buffers with paretotune's validation worker (interleaved rounds against the default config and a
+baseline-vs-baseline control; Welch + Holm, bootstrap CI). Also recorded per paretotune run: GPU-side build
+seconds per candidate and the GPU-busy fraction (run.json ``timing``).
+
+Writes OUT/ttq.json (everything, partial after each kernel), OUT/ttq.csv (the table), OUT/ttq.png (best
+runtime vs wall seconds) and each run directory. One command:
+
+    python benchmarks/bench_time_to_quality.py --out benchmarks/results/ttq-h200        # ~10 min (see plan)
+    python benchmarks/bench_time_to_quality.py --out /tmp/ttq-smoke --smoke             # ~1-2 min
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import subprocess
+import sys
+import textwrap
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from machine import cpu_model, cpu_topology, load_average  # benchmarks/ is sys.path[0] when a script runs
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+ACF_DIR = ROOT / "benchmarks" / "inputs" / "ttq_acfs"
+WORKLOADS = ROOT / ".workloads"  # a link to helion-pretuned-sm90 (git-ignored; see the common brief)
+STRATEGIES = ("joint", "sequential", "acf-only")
+START_OVERHEAD_S = 20.0  # per arm: process start, imports, workers, baseline (H200 host, 2026-11-30 runs)
+RETIME_S = 30.0  # per kernel: the winners re-timed in a fresh process
+
+
+# -- the kernels --------------------------------------------------------------------------------------------
+def kernels() -> dict[str, dict[str, Any]]:
+    """name -> campaign kernel block, shape, and how the other tool runs it."""
+    pretuned = {
+        "softmax": ({"M": 4096, "N": 16384}, "float16"),
+        "rms_norm": ({"M": 4096, "N": 4096}, "bfloat16"),
+        "layer_norm": ({"M": 4096, "N": 4096}, "float16"),
+    }
+    out: dict[str, dict[str, Any]] = {
+        "helion_softmax": {"kernel": {"source": "paretotune.kernels.bundled.helion_softmax:helion_softmax"},
+                           "shape": {"M": 4096, "N": 8192, "dtype": "float16"}, "other": "helion",
+                           "helion": ("paretotune.kernels.bundled.helion_softmax", "softmax")},
+    }
+    for name, (dims, dtype) in pretuned.items():
+        out[f"pretuned_{name}"] = {
+            "kernel": {"source": str(WORKLOADS / name / f"{name}.py") + f":{name}",
+                       "inputs": f"paretotune.kernels.workloads:{name}"},
+            "shape": {**dims, "dtype": dtype}, "other": "helion", "helion": (str(WORKLOADS / name / f"{name}.py"), name)}
+    out["triton_autotune_rms_norm"] = {"kernel": {"source": str(ROOT / "docs" / "examples" / "autotuned.py") + ":rms_norm"},
+                                       "shape": {"rows": 4096, "n_cols": 2048}, "other": "triton"}
+    return out
+
+
+DEFAULT_KERNELS = ("helion_softmax", "triton_autotune_rms_norm")  # ~9 min; the pretuned ones: see --kernels
+
+
+def campaign_text(name: str, spec: dict[str, Any], strategy: str, budget_s: float, workers: int) -> str:
+    lines = [f"name: ttq-{name}-{strategy}", "kernel:"]
+    lines += [f"  {k}: {json.dumps(v)}" for k, v in spec["kernel"].items()]
+    shape = ", ".join(f"{k}: {json.dumps(v)}" for k, v in spec["shape"].items())
+    lines += ["shapes:", f"  - {{name: s, {shape}}}", "objectives: [runtime]", "acf: {search_space: ptxas-13.3}",
+              f"search: {{engine: compileiq, strategy: {strategy}, generations: 1000, pool_size: 10, "
+              f"wall_clock_s: {budget_s:g}}}", f"evaluation: {{workers: {workers}}}"]
+    return "\n".join(lines) + "\n"
+
+
+# -- arms ---------------------------------------------------------------------------------------------------
+def paretotune_arm(work: Path, name: str, spec: dict[str, Any], strategy: str, budget_s: float,
+                   workers: int) -> dict[str, Any]:
+    """One CLI run; the timeline from the records' store times (results.jsonl mtime is not enough: we poll)."""
+    folder = work / name / strategy
+    folder.mkdir(parents=True, exist_ok=True)
+    cfg = folder / "campaign.yaml"
+    cfg.write_text(campaign_text(name, spec, strategy, budget_s, workers))
+    out = folder / "run"
+    cmd = [sys.executable, "-m", "paretotune.cli", "run", str(cfg), "--out", str(out), "--quiet"]
+    start = time.time()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    seen: dict[int, float] = {}  # candidate id -> seconds since start when first seen stored
+    results = out / "results.jsonl"
+    while proc.poll() is None:
+        _read_new(results, seen, start)
+        time.sleep(0.5)
+        if time.time() - start > budget_s + 300:
+            proc.kill()
+    _read_new(results, seen, start)
+    log = proc.stdout.read() if proc.stdout else ""
+    row: dict[str, Any] = {"tool": f"paretotune-{strategy}", "command": " ".join(cmd), "returncode": proc.returncode,
+                           "wall_s": time.time() - start, "run_dir": str(out), "log_tail": log[-1500:]}
+    if not results.exists():
+        return {**row, "error": "no run (see log_tail)", "timeline": []}
+    from paretotune.store import RunDir
+
+    run = RunDir(out)
+    records = run.records()
+    timing = (run.meta().get("timing") or [{}])[-1]
+    timeline = []
+    for rec in records:
+        value = rec.values.get("runtime")
+        if rec.status == "ok" and value is not None:
+            timeline.append((seen.get(rec.candidate_id, row["wall_s"]), float(value), rec.candidate_id))
+    base = next((r for r in records if r.is_baseline), None)
+    best = min((r for r in records if r.status == "ok" and not r.is_baseline and "runtime" in r.values),
+               key=lambda r: r.values["runtime"], default=None)
+    return {**row, "candidates": len(records) - 1, "failed": sum(r.status != "ok" for r in records),
+            "baseline_ms": base.values.get("runtime") if base else None, "timeline": sorted(timeline),
+            "gpu_busy_fraction": timing.get("gpu_busy_fraction"), "schedule": timing.get("schedule"),
+            "gpu_build_s_per_candidate": timing.get("gpu_build_s_per_candidate"),
+            "winner": None if best is None else {"config": best.config, "acf_path": str(run.acf_path(best.acf))
+                                                 if best.acf else None, "runtime_ms": best.values["runtime"]}}
+
+
+def _read_new(results: Path, seen: dict[int, float], start: float) -> None:
+    if not results.exists():
+        return
+    now = time.time() - start
+    for line in results.read_text().splitlines():
+        try:
+            cid = int(json.loads(line)["candidate_id"])
+        except (ValueError, KeyError):
+            continue  # a line being written
+        seen.setdefault(cid, now)
+
+
+HELION_CHILD = r"""
+import json, sys, time, importlib, importlib.util
+spec = json.loads(sys.argv[1])
+import torch, helion
+
+def load(module):
+    if module.endswith(".py"):
+        s = importlib.util.spec_from_file_location("ttq_kernel", module)
+        mod = importlib.util.module_from_spec(s)
+        s.loader.exec_module(mod)
+        return mod
+    return importlib.import_module(module)
+
+def inputs(name, shape):
+    # the kernels' own benchmark inputs: seeded random, never zeros
+    torch.manual_seed(0)
+    m, n = int(shape["M"]), int(shape["N"])
+    dtype = getattr(torch, shape.get("dtype", "float16"))
+    x = (torch.randn(m, n, device="cuda") * 4).to(dtype)
+    if name.endswith("rms_norm"):
+        return (x, torch.randn(n, device="cuda").to(dtype))
+    if name.endswith("layer_norm"):
+        return (x, torch.randn(n, device="cuda").to(dtype), torch.randn(n, device="cuda").to(dtype))
+    return (x,)
+
+module, attr = spec["helion"]
+fn = getattr(load(module), attr)
+fn = getattr(fn, "fn", fn)  # the Python function under @helion.kernel / @helion.aot_kernel
+kern = helion.kernel(fn, static_shapes=True, autotune_search_acf=spec["acfs"], autotune_effort="quick",
+                     autotune_benchmark_subprocess=False, autotune_precompile=None, autotune_log=spec["log"],
+                     autotune_budget_seconds=int(spec["budget_s"]))
+args = inputs(spec["name"], spec["shape"])
+start = time.time()
+out = {"start_epoch": start}
+try:
+    bound = kern.bind(args)
+    bound.autotune(args)
+    cfg = getattr(bound, "_config", None) or getattr(bound, "config", None)
+    out["winner_config"] = dict(getattr(cfg, "config", cfg) or {})
+except Exception as exc:
+    out["error"] = f"{type(exc).__name__}: {exc}"[:800]
+out["wall_s"] = time.time() - start
+print("TTQ_RESULT " + json.dumps(out, default=str))
+"""
+
+
+def helion_arm(work: Path, name: str, spec: dict[str, Any], budget_s: float, acfs: list[str]) -> dict[str, Any]:
+    folder = work / name / "helion"
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / "helion_autotune"
+    payload = {"helion": spec["helion"], "name": name, "shape": spec["shape"], "acfs": acfs, "log": str(log),
+               "budget_s": budget_s}
+    cmd = [sys.executable, "-c", HELION_CHILD, json.dumps(payload)]
+    row = _child("helion-autotune", cmd, budget_s)
+    rows = []
+    if log.with_suffix(".csv").exists():
+        with open(log.with_suffix(".csv")) as fh:
+            rows = list(csv.DictReader(fh))
+    start = row.get("start_epoch", 0.0)
+    timeline = sorted((float(r["timestamp_s"]) - start, float(r["perf_ms"]), i) for i, r in enumerate(rows)
+                      if r.get("perf_ms") not in (None, "", "inf", "nan") and r.get("status") != "started")
+    winner = row.pop("winner_config", None)
+    if winner:
+        acf = winner.pop("advanced_controls_file", None) or None
+        row["winner"] = {"config": winner, "acf_path": acf,
+                         "runtime_ms": min((t[1] for t in timeline), default=None)}
+    return {**row, "timeline": timeline, "configs_tested": len(timeline), "acf_files": len(acfs)}
+
+
+TRITON_CHILD = r"""
+import importlib.util, json, sys, time
+spec = json.loads(sys.argv[1])
+import torch
+s = importlib.util.spec_from_file_location("ttq_autotuned", spec["file"])
+mod = importlib.util.module_from_spec(s)
+s.loader.exec_module(mod)
+kernel = mod.rms_norm_kernel  # the @triton.autotune object, used unchanged
+t = {k: v.cuda() for k, v in mod.rms_norm_inputs(spec["shape"]).items()}
+start = time.time()
+out = {"start_epoch": start}
+try:
+    kernel[(t["x_ptr"].shape[0],)](t["x_ptr"], t["w_ptr"], t["out_ptr"], t["x_ptr"].stride(0), t["x_ptr"].shape[1], 1e-6)
+    torch.cuda.synchronize()
+    out["autotune_s"] = time.time() - start
+    best = kernel.best_config
+    timings = {str(c): (v[0] if isinstance(v, (list, tuple)) else v) for c, v in (kernel.configs_timings or {}).items()}
+    out["configs_tested"] = len(timings)
+    out["winner"] = {"config": {**best.kwargs, "num_warps": best.num_warps, "num_stages": best.num_stages},
+                     "acf_path": None, "runtime_ms": min(timings.values()) if timings else None}
+    out["timings_ms"] = timings
+except Exception as exc:
+    out["error"] = f"{type(exc).__name__}: {exc}"[:800]
+out["wall_s"] = time.time() - start
+print("TTQ_RESULT " + json.dumps(out, default=str))
+"""
+
+
+def triton_arm(work: Path, name: str, spec: dict[str, Any], budget_s: float) -> dict[str, Any]:
+    """Triton's autotune over the kernel's own configs (it has no time budget: it tries every pruned config)."""
+    file = Path(spec["kernel"]["source"].rsplit(":", 1)[0])
+    if not file.is_file():
+        return {"tool": "triton-autotune", "error": f"{file} not found (the own-kernels work adds it)",
+                "timeline": []}
+    cmd = [sys.executable, "-c", TRITON_CHILD, json.dumps({"file": str(file), "shape": spec["shape"]})]
+    row = _child("triton-autotune", cmd, budget_s)
+    done = row.get("autotune_s")
+    best = (row.get("winner") or {}).get("runtime_ms")
+    return {**row, "timeline": [(done, best, 0)] if done is not None and best is not None else []}
+
+
+def _child(tool: str, cmd: list[str], budget_s: float) -> dict[str, Any]:
+    start = time.time()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=budget_s + 300,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+        text = proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        text = f"timed out: {exc}"
+    found = [line for line in text.splitlines() if line.startswith("TTQ_RESULT ")]
+    row: dict[str, Any] = json.loads(found[-1][len("TTQ_RESULT "):]) if found else {"error": "no result",
+                                                                                     "log_tail": text[-1500:]}
+    return {"tool": tool, "command": " ".join(cmd[:2] + ["<script>", "<args>"]), **row,
+            "process_wall_s": time.time() - start}
+
+
+# -- re-timing the winners side by side --------------------------------------------------------------------
+def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any]], rounds: int) -> dict[str, Any]:
+    """Every arm's winner, in one fresh process on the same buffers (paretotune's validation worker)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from paretotune.execution.validate_worker import CONTROL_ID, validate_in_process
+    from paretotune.pareto.stats import validate_front
+    from paretotune.toolchain.ptxas import find_ptxas
+
+    cfg = work / name / "retime.yaml"
+    cfg.write_text(campaign_text(name, spec, "joint", 60, 1))
+    chosen = [{"candidate_id": i, "config": a["winner"]["config"], "acf_path": a["winner"]["acf_path"]}
+              for i, a in enumerate(arms) if a.get("winner")]
+    if not chosen:
+        return {"error": "no arm had a winner"}
+    ptxas = find_ptxas()
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        measured = pool.submit(validate_in_process, str(cfg), cfg.read_text(), str(ptxas.path), ptxas.version,
+                               chosen, rounds, 10.0, 40.0, 0).result(timeout=600)
+    data = next(iter(measured.values()))
+    samples = data["samples"]
+    table = validate_front(samples["baseline"], {int(k): v for k, v in samples.items() if k != "baseline"},
+                           direction="min")
+    out: dict[str, Any] = {"errors": {arms[int(k)]["tool"]: v for k, v in data["errors"].items()},
+                           "baseline_median_ms": _median(samples["baseline"])}
+    for _, row in table.iterrows():
+        cid = int(row["candidate_id"])
+        tool = "control (baseline again)" if cid == CONTROL_ID else arms[cid]["tool"]
+        out[tool] = {"median_ms": _median(samples[str(cid)]), "speedup": float(row["speedup"]),
+                     "p_holm": float(row["p_holm"]), "significant": bool(row["significant"]),
+                     "ci": [float(row["ci_low"]), float(row["ci_high"])]}
+    return out
+
+
+def _median(values: list[float]) -> float:
+    import statistics
+
+    return statistics.median(values)
+
+
+# -- report ------------------------------------------------------------------------------------------------
+def best_by(timeline: list[Any], seconds: float) -> float | None:
+    reached = [t[1] for t in timeline if t[0] <= seconds]
+    return min(reached) if reached else None
+
+
+def write_table(out: Path, result: dict[str, Any], budgets: list[float]) -> list[dict[str, Any]]:
+    rows = []
+    for kname, k in result["kernels"].items():
+        if k.get("error"):  # skipped, or failed outside any one arm
+            rows.append({"kernel": kname, "tool": "-", "error": k["error"][:300]})
+        for arm in k.get("arms", []):
+            row = {"kernel": kname, "tool": arm["tool"], "error": arm.get("error", ""),
+                   "candidates": arm.get("candidates", arm.get("configs_tested")),
+                   "gpu_busy_fraction": arm.get("gpu_busy_fraction"),
+                   "gpu_build_s_per_candidate": arm.get("gpu_build_s_per_candidate"),
+                   "retimed_median_ms": k.get("retime", {}).get(arm["tool"], {}).get("median_ms"),
+                   "retimed_speedup": k.get("retime", {}).get(arm["tool"], {}).get("speedup"),
+                   "retimed_significant": k.get("retime", {}).get(arm["tool"], {}).get("significant")}
+            for b in budgets:
+                row[f"best_ms_by_{b:g}s"] = best_by(arm.get("timeline", []), b)
+            rows.append(row)
+    if rows:
+        with open(out / "ttq.csv", "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(max(rows, key=len)))
+            writer.writeheader()
+            writer.writerows(rows)
+    return rows
+
+
+def plot(out: Path, result: dict[str, Any]) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    names = list(result["kernels"])
+    if not names:
+        return
+    fig, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 4), squeeze=False)
+    for ax, kname in zip(axes[0], names, strict=True):
+        for arm in result["kernels"][kname].get("arms", []):
+            tl = arm.get("timeline", [])
+            if not tl:
+                continue
+            xs, ys, best = [], [], float("inf")
+            for t, v, _ in tl:
+                best = min(best, v)
+                xs.append(t)
+                ys.append(best)
+            ax.step(xs, ys, where="post", label=arm["tool"])
+        ax.set_title(kname)
+        ax.set_xlabel("wall seconds")
+        ax.set_ylabel("best runtime reached (ms)")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "ttq.png", dpi=120)
+
+
+# -- main --------------------------------------------------------------------------------------------------
+def versions() -> dict[str, str]:
+    import importlib.metadata
+
+    out = {"python": platform.python_version()}
+    for dist in ("torch", "triton", "helion", "compileiq", "paretotune"):
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--kernels", default=",".join(DEFAULT_KERNELS),
+                        help=f"comma list, or 'all' ({', '.join(kernels())})")
+    parser.add_argument("--budgets", default="20,40", help="wall seconds; each tool runs once for the largest")
+    parser.add_argument("--max-s", type=float, default=570.0,
+                        help="skip a kernel (recorded as skipped) that would end past this many seconds")
+    parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    parser.add_argument("--workers", type=int, default=8, help="paretotune's CPU build workers")
+    parser.add_argument("--rounds", type=int, default=15, help="re-timing rounds of the winners")
+    parser.add_argument("--smoke", action="store_true", help="1 kernel, joint + Helion, one 15 s budget")
+    args = parser.parse_args()
+    known = kernels()
+    names = list(known) if args.kernels == "all" else args.kernels.split(",")
+    budgets = sorted(float(b) for b in args.budgets.split(","))
+    strategies = args.strategies.split(",")
+    if args.smoke:
+        names, budgets, strategies, args.rounds = ["helion_softmax"], [15.0], ["joint"], 5
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"--kernels: unknown {unknown} (known: {', '.join(known)})")
+    longest = budgets[-1]
+
+    def kernel_estimate(kname: str) -> float:
+        other = longest + START_OVERHEAD_S if known[kname]["other"] == "helion" else START_OVERHEAD_S
+        return len(strategies) * (longest + START_OVERHEAD_S) + other + RETIME_S
+
+    estimate = sum(kernel_estimate(k) for k in names if k in known)
+    print(f"plan: {len(names)} kernel(s) {names}, tools {['paretotune-' + s for s in strategies]} + Helion/Triton, "
+          f"one run each of {longest:g} s (budgets {budgets} read off it), winners re-timed "
+          f"({args.rounds} rounds); estimate {estimate / 60:.1f} min", flush=True)
+    acfs = sorted(str(p) for p in ACF_DIR.glob("*.acf"))
+    args.out.mkdir(parents=True, exist_ok=True)
+    import torch
+
+    result: dict[str, Any] = {
+        "command": " ".join([sys.executable, *sys.argv]), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None, "versions": versions(),
+        "machine": {"cpu": cpu_model(), "topology": cpu_topology(), "load_average_1_5_15_min": load_average()},
+        "budgets_s": budgets, "acf_list": [Path(a).name for a in acfs], "kernels": {}}
+    began = time.time()
+    for kname in names:
+        spec = known[kname]
+        entry: dict[str, Any] = {"shape": spec["shape"], "arms": []}
+        result["kernels"][kname] = entry
+        if time.time() - began + kernel_estimate(kname) > args.max_s:
+            entry["error"] = (f"skipped: would end past --max-s {args.max_s:g} s "
+                              f"(estimate {kernel_estimate(kname):.0f} s); run it with --kernels {kname}")
+            _save(args.out, result, budgets)
+            continue
+        try:
+            for strategy in strategies:
+                try:
+                    entry["arms"].append(paretotune_arm(args.out, kname, spec, strategy, longest, args.workers))
+                except Exception as exc:  # noqa: BLE001 - one arm's failure is a row of the table
+                    entry["arms"].append({"tool": f"paretotune-{strategy}", "error": repr(exc)[:500]})
+                _save(args.out, result, budgets)
+            if spec["other"] == "helion":
+                entry["arms"].append(helion_arm(args.out, kname, spec, longest, acfs))
+            elif not args.smoke:
+                entry["arms"].append(triton_arm(args.out, kname, spec, longest))
+            _save(args.out, result, budgets)
+            entry["retime"] = retime(args.out, kname, spec, entry["arms"], args.rounds)
+        except Exception as exc:  # noqa: BLE001 - the next kernel still runs
+            entry["error"] = f"{type(exc).__name__}: {exc}"
+            entry["traceback"] = traceback.format_exc(limit=6)
+        _save(args.out, result, budgets)
+    rows = _save(args.out, result, budgets)
+    plot(args.out, result)
+    cols = ["kernel", "tool", *[f"best_ms_by_{b:g}s" for b in budgets], "retimed_median_ms", "retimed_speedup",
+            "gpu_busy_fraction", "error"]
+    print("\t".join(cols))
+    for row in rows:
+        print("\t".join("" if row.get(c) is None else (f"{row[c]:.4f}" if isinstance(row[c], float) else
+                                                      str(row[c])[:60]) for c in cols))
+    print(f"\nwritten: {args.out / 'ttq.json'}, {args.out / 'ttq.csv'}, {args.out / 'ttq.png'}")
+
+
+def _save(out: Path, result: dict[str, Any], budgets: list[float]) -> list[dict[str, Any]]:
+    (out / "ttq.json").write_text(json.dumps(result, indent=1, default=str))
+    return write_table(out, result, budgets)
+
+
+if __name__ == "__main__":
+    main()
