@@ -1,2 +1,31 @@
-"""paretotune: multi-objective Pareto search over GPU kernel configs and PTXAS Advanced Control Files."""
+"""paretotune: multi-objective Pareto search over GPU kernel configs and PTXAS Advanced Control Files.
+
+The public API: :func:`run` a campaign (a YAML file or a dict; kernels may be given as objects), then read the
+:class:`Run` (``results``, ``front()``, ``validate()``, ``report()``). :class:`TritonKernel` and
+:class:`HelionKernel` describe a kernel; :class:`UserError` is what bad input raises.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+__all__ = ["HelionKernel", "Run", "TritonKernel", "UserError", "open_run", "run"]
+
+if TYPE_CHECKING:
+    from paretotune.api import Run, open_run, run
+    from paretotune.errors import UserError
+    from paretotune.kernels.helion import HelionKernel
+    from paretotune.kernels.triton import TritonKernel
+
+_WHERE = {"Run": "paretotune.api", "run": "paretotune.api", "open_run": "paretotune.api",
+          "UserError": "paretotune.errors", "TritonKernel": "paretotune.kernels.triton",
+          "HelionKernel": "paretotune.kernels.helion"}
+
+
+def __getattr__(name: str) -> Any:
+    """Imported on first use: ``import paretotune`` stays cheap (workers and the CLI import it first)."""
+    if name not in _WHERE:
+        raise AttributeError(f"module 'paretotune' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_WHERE[name]), name)

@@ -147,8 +147,10 @@ def import_object(source: str, base_dir: Path, where: str, *, trial: bool = Fals
             raise UserError(f"{where}: importing module '{target}' failed ({type(exc).__name__}: {exc})") from None
     try:
         return getattr(module, attr)
-    except AttributeError:
-        raise UserError(f"{where}: module '{target}' has no attribute '{attr}'") from None
+    except AttributeError as exc:
+        why = str(exc) if hasattr(module, "__getattr__") else ""  # a module that looks names up says why not
+        detail = f" ({why})" if why else ""
+        raise UserError(f"{where}: module '{target}' has no attribute '{attr}'{detail}") from None
 
 
 def make_adapter(campaign: Campaign, *, trial_import: bool = False) -> KernelAdapter:
@@ -169,12 +171,28 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False) -> KernelAda
             raise UserError(f"{where}: {exc}") from None
     adapter = adapter_for(obj, override.source.rpartition(":")[2], where)
     _use_campaign(campaign, adapter)
+    restrict = getattr(adapter, "restrict_to", None)
+    if restrict is not None:  # e.g. an autotuned kernel's configs that its pruning drops on every shape
+        try:
+            restrict(campaign.shapes)
+        except Exception as exc:  # noqa: BLE001 - the kernel's own prune function or input factory failed
+            raise UserError(f"{where}: pruning the kernel's configs for the campaign's shapes failed "
+                            f"({type(exc).__name__}: {exc})") from None
     if override.space:
+        from paretotune.search.space import CONFIG_LIST_KNOB
+
         known = adapter.space()
+        in_list = {k for c in known.get(CONFIG_LIST_KNOB, []) if isinstance(c, dict) for k in c}
         for key in override.space:
-            if key not in known:
+            if key not in known and key not in in_list:
                 raise UserError(f"{campaign.path}: kernel.space.{key}: unknown kernel knob '{key}' "
-                                f"(known: {', '.join(known)})")
+                                f"(known: {', '.join(sorted(set(known) - {CONFIG_LIST_KNOB} | in_list))})")
+        if CONFIG_LIST_KNOB in known:
+            from paretotune.kernels.overrides import OverriddenAdapter
+
+            left = OverriddenAdapter(adapter, space=override.space, default=None).space().get(CONFIG_LIST_KNOB)
+            if left is not None and not left:
+                raise UserError(f"{campaign.path}: kernel.space: no listed config of the kernel has these values")
     if override.space or override.default:
         from paretotune.kernels.overrides import OverriddenAdapter
 
@@ -184,9 +202,12 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False) -> KernelAda
     except ValueError as exc:
         raise UserError(f"{campaign.path}: kernel.space.{exc}") from None
     _check_shapes(campaign, adapter)
-    derived = getattr(getattr(adapter, "inner", adapter), "spec", None)
-    if getattr(derived, "space", True) is not None or override.default or override.space:
-        # a derived space holds every shape's baseline by construction: only hand-written ones are checked
+    from paretotune.kernels.helion import HelionAdapter
+
+    inner = getattr(adapter, "inner", adapter)
+    derived = isinstance(inner, HelionAdapter) and inner.spec.space is None
+    if not derived or override.default or override.space:
+        # a Helion ConfigSpec space holds every shape's baseline by construction: other spaces are checked
         for shape in campaign.shapes:
             validate_config(adapter.space(), adapter.default_config(shape), f"{campaign.path}: kernel.default")
     return adapter

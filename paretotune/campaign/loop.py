@@ -350,12 +350,12 @@ def run_meta(campaign: Campaign, ptxas: Ptxas, columns: Sequence[ObjectiveColumn
 def prepare_run(campaign: Campaign, ptxas: Ptxas, seed: int) -> dict[str, Any]:
     """Everything that can be checked before a run directory exists (objectives, the kernel import and its
     shapes, a CUDA GPU when an objective needs one); returns the run's metadata."""
-    from paretotune.execution.device_check import require_device
+    from paretotune.execution.gpu_check import require_gpu_for
 
     check_acf_files(campaign)
     objectives = make_objectives(campaign)
     adapter = make_adapter(campaign, trial_import=True)  # resolve the kernel before any work: a typo fails now
-    require_device(campaign, objectives)
+    require_gpu_for(objectives, f"{campaign.path}: objectives", backend=campaign.spec.execution.backend)
     meta = run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed)
     meta["kernel"] = kernel_meta(campaign, adapter)
     return meta

@@ -2,8 +2,9 @@
 
 One row per evaluated candidate, in evaluation order: the stored columns plus ``front`` (0 = non-dominated;
 empty for rows that could not be ranked), ``crowding`` and ``excluded_reason``. CSV and Parquet keep
-``config`` and ``extra`` as JSON text; JSON output is a list of objects with them as nested objects and
-non-finite numbers as null. Parquet needs pyarrow (or fastparquet).
+``config`` and ``extra`` as JSON text and also split the config into one ``config.<knob>`` column per
+knob (list values as JSON text), so a spreadsheet can filter by knob; JSON output is a list of objects with
+them as nested objects and non-finite numbers as null. Parquet needs pyarrow (or fastparquet).
 """
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ def main(args: argparse.Namespace) -> int:
 
     _, columns, results = load_run(Path(args.run_dir))
     table = export_table(results, {c.column: c.direction for c in columns})
+    if args.format != "json":
+        table = with_config_columns(table)
     out = args.out or str(Path(args.run_dir) / "export" / f"results.{args.format}")
     if out == "-":
         if args.format == "parquet":
@@ -76,6 +79,25 @@ def export_table(results: pd.DataFrame, directions: dict[str, Any]) -> pd.DataFr
     if "candidate_id" in table.columns:
         table = table.sort_values("candidate_id", kind="stable")
     return table.reset_index(drop=True)
+
+
+def with_config_columns(table: pd.DataFrame) -> pd.DataFrame:
+    """``config.<knob>`` columns from the ``config`` JSON, placed before ``acf``; lists and dicts as JSON text,
+    a knob whose values differ in type as text (Parquet columns hold one type)."""
+    if "config" not in table.columns or table.empty:
+        return table
+    configs = [json.loads(c) if isinstance(c, str) and c else {} for c in table["config"]]
+    knobs = list(dict.fromkeys(k for c in configs for k in c))
+    split = {}
+    for knob in knobs:
+        values = [c.get(knob) for c in configs]
+        values = [json.dumps(v) if isinstance(v, list | dict) else v for v in values]
+        if len({type(v) for v in values if v is not None}) > 1:
+            values = [None if v is None else str(v) for v in values]
+        split[f"config.{knob}"] = values
+    at = list(table.columns).index("acf") if "acf" in table.columns else len(table.columns)
+    left, right = table.iloc[:, :at], table.iloc[:, at:]
+    return pd.concat([left, pd.DataFrame(split, index=table.index), right], axis=1)
 
 
 def write_parquet(table: pd.DataFrame, path: Path) -> None:

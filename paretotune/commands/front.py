@@ -1,9 +1,13 @@
 """Print a stored run's ranked Pareto front (and the all-shapes pick when the campaign has several shapes).
 
-The table lists front 0 in ranking order (crowding distance, extremes first). Each objective shows its value
-and its plain ratio to the baseline (``value / baseline``: 0.87x runtime is 13% faster, 1.5x occupancy is
-50% more). ``--json`` prints the same data as one JSON document; non-finite numbers (a front extreme's
-infinite crowding, a missing ratio) become null.
+One reading of every number: a time objective (runtime, compile time; unit ms or s, minimized) is shown as a
+*speedup*, ``baseline / candidate`` (1.22x = 22% faster, > 1 is better), in this table, the all-shapes table,
+``validate``, the report and the JSON; any other objective as its ratio to the baseline, ``value / baseline``
+(0.54x registers, 1.5x occupancy), with the unit in the header. Raw values are kept beside both.
+
+Front 0 is ordered by the knee pick (:func:`paretotune.pareto.choose.knee_order`: each objective rescaled to
+[0, 1] over the front, smallest sum first), so row 1 is the balanced choice; the header says so.
+``--json`` prints the same data as one JSON document; non-finite numbers become null.
 
 The ``acf_share`` column says what a front candidate's ACF adds over the same config without it (its no-ACF
 twin, which the search measures), as a speedup (> 1: the ACF helped; geometric mean over shapes) on the first
@@ -23,6 +27,7 @@ import pandas as pd
 
 from paretotune.pareto import hypervolume, rank_fronts, select_all_shapes, shapes_of
 from paretotune.pareto.attribution import acf_shares, share_label
+from paretotune.pareto.convention import PICK_TEXT, header, is_time, unit_of, versus_baseline
 from paretotune.pareto.table import baseline_row
 from paretotune.store import ObjectiveColumn, RunDir
 
@@ -43,6 +48,7 @@ class FrontReport:
     all_shapes: pd.DataFrame | None  # None for a single-shape campaign or without a baseline
     constant: tuple[str, ...] = ()  # objective columns equal for every ranked candidate: left out of hypervolume
     acf_shares: tuple[dict[str, float] | None, ...] = ()  # per front row: {column: share vs its twin} or None
+    order: str = "knee"  # how front 0 is ordered
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -61,6 +67,8 @@ def build_report(path: Path) -> FrontReport:
     columns = run.objective_columns()
     directions = {c.column: c.direction for c in columns}
     results = run.results()
+    from paretotune.pareto.choose import knee_order
+
     ranking = rank_fronts(results, directions)
     baseline = baseline_row(results, directions)
     several_shapes = len(shapes_of(columns)) > 1
@@ -69,7 +77,7 @@ def build_report(path: Path) -> FrontReport:
     # as the HTML report does, and say so
     constant = tuple(c for c in directions if len(ranked) > 1 and ranked[c].nunique() <= 1)
     hv_directions = {c: d for c, d in directions.items() if c not in constant} or directions
-    front = ranking.front(0)
+    front = knee_order(ranking.front(0), directions) if len(ranking.front(0)) else ranking.front(0)
     return FrontReport(
         run_dir=path,
         columns=columns,
@@ -98,7 +106,11 @@ def render_json(report: FrontReport) -> str:
         "baseline": None if report.baseline is None else {
             "candidate_id": int(report.baseline["candidate_id"]),
             "values": {c.column: _num(report.baseline[c.column]) for c in report.columns},
+            "units": {c.column: unit_of(c) for c in report.columns},
         },
+        "front_order": PICK_TEXT,
+        "convention": "speedup = baseline / candidate for time objectives (> 1 is faster); ratio = value / baseline "
+                      "for the others",
         "hypervolume": _num(report.hypervolume),
         "hypervolume_left_out": list(report.constant),
         "front": [
@@ -107,8 +119,7 @@ def render_json(report: FrontReport) -> str:
              "crowding": _num(row["crowding"]),
              "acf_share": None if report.acf_shares[i - 1] is None else
              {c: _num(v) for c, v in report.acf_shares[i - 1].items()},
-             "values": {c.column: {"value": _num(row[c.column]), "ratio": _num(_ratio(report, row, c))}
-                        for c in report.columns}}
+             "values": {c.column: _cell_json(report, row, c) for c in report.columns}}
             for i, (_, row) in enumerate(report.front.iterrows(), start=1)
         ],
         "excluded": [{"candidate_id": int(row["candidate_id"]), "status": str(row.get("status", "")),
@@ -141,17 +152,42 @@ def _config(text: Any) -> Any:
 
 
 def _ratio(report: FrontReport, row: pd.Series, column: ObjectiveColumn) -> float:
+    """The number shown beside a value: speedup for a time objective, else value / baseline."""
     if report.baseline is None:
         return math.nan
-    base = float(report.baseline[column.column])
-    return float(row[column.column]) / base if base != 0 else math.nan
+    return versus_baseline(float(row[column.column]), float(report.baseline[column.column]), column)
+
+
+def _cell_json(report: FrontReport, row: pd.Series, column: ObjectiveColumn) -> dict[str, Any]:
+    """Raw value, unit, ratio value / baseline, and for a time objective its speedup baseline / value."""
+    value = float(row[column.column])
+    base = math.nan if report.baseline is None else float(report.baseline[column.column])
+    out: dict[str, Any] = {"value": _num(value), "unit": unit_of(column),
+                           "ratio": _num(value / base if base not in (0.0,) and math.isfinite(base) else math.nan)}
+    if is_time(column):
+        out["speedup"] = _num(_ratio(report, row, column))
+    return out
+
+
+def front_table(report: FrontReport) -> pd.DataFrame:
+    """Front 0 as a DataFrame in the table's order: raw values plus ``speedup:<col>`` / ``ratio:<col>``."""
+    rows = []
+    for _, row in report.front.iterrows():
+        out: dict[str, Any] = {"candidate_id": int(row["candidate_id"]), "acf": _acf(row.get("acf")),
+                               "is_baseline": bool(row.get("is_baseline", False)), "config": _config(row.get("config"))}
+        for c in report.columns:
+            out[c.column] = float(row[c.column])
+            out[f"{'speedup' if is_time(c) else 'ratio'}:{c.column}"] = _ratio(report, row, c)
+        rows.append(out)
+    return pd.DataFrame(rows)
 
 
 # -- text ---------------------------------------------------------------------------------------------------
 def render_text(report: FrontReport) -> str:
     lines = [(f"run {report.run_dir}: {report.n_evaluated} evaluated, {len(report.excluded)} excluded, "
               f"{len(report.front)} on the Pareto front")]
-    directions = ", ".join(f"{c.column} ({c.direction})" for c in report.columns)
+    directions = ", ".join(f"{c.column} ({c.direction}{', ' + unit_of(c) if unit_of(c) else ''})"
+                           for c in report.columns)
     lines.append(f"objectives: {directions}")
     if report.baseline is None:
         lines.append("baseline: none usable, so no ratios, hypervolume or all-shapes selection")
@@ -160,12 +196,17 @@ def render_text(report: FrontReport) -> str:
                      f"hypervolume over baseline (ratio space): {report.hypervolume:.4g}"
                      + (f" (left out, the same for every candidate: {', '.join(report.constant)})"
                         if report.constant else ""))
+        if report.hypervolume == 0 and not report.front["is_baseline"].fillna(False).astype(bool).all():
+            lines.append("  hypervolume 0: no candidate beats the baseline on every objective at once (a win on one "
+                         "objective with a tie on another adds no volume); front 0 below shows the one-objective wins")
+        lines.append("numbers: speedup = baseline / candidate for time objectives (> 1 is faster); "
+                     "x baseline = value / baseline for the others")
     lines.append("")
     if report.front.empty:
         lines.append("no candidate evaluated successfully yet")
     else:
-        headers = (["rank", "id", "acf"] + [c.column for c in report.columns]
-                   + ["acf_share", "config"])
+        lines.append(f"front 0, {PICK_TEXT}:")
+        headers = ["rank", "id", "acf"] + [header(c) for c in report.columns] + ["acf_share", "config"]
         rows = []
         for i, (_, row) in enumerate(report.front.iterrows(), start=1):
             cid = f"{int(row['candidate_id'])}" + (" (baseline)" if bool(row.get("is_baseline", False)) else "")
@@ -177,8 +218,9 @@ def render_text(report: FrontReport) -> str:
         lines.append(_table(headers, rows))
     if report.all_shapes is not None:
         objective = report.columns[0].objective
-        lines += ["", (f"candidates that beat the baseline on every shape, by geomean {objective} speedup over "
-                       "shapes, then worst shape:")]
+        what = "speedup" if is_time(report.columns[0]) else "improvement (baseline / value)"
+        lines += ["", (f"candidates that beat the baseline on every shape, by geomean {objective} {what} over "
+                       "shapes, then worst shape (> 1 is better):")]
         if report.all_shapes.empty:
             lines.append("none")
         else:

@@ -7,6 +7,7 @@ run supports them ``shapes.png``, ``parallel.png``, ``hypervolume.png`` and ``va
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from paretotune.errors import UserError
@@ -16,6 +17,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=Path, help="a run directory written by 'paretotune run'")
     parser.add_argument("--out", type=Path, help="output folder (default: RUN_DIR/report)")
     parser.add_argument("--no-png", action="store_true", help="write only the HTML page")
+    parser.add_argument("--json", action="store_true", help="print what was written as JSON")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -30,6 +32,9 @@ def main(args: argparse.Namespace) -> int:
     page = out / "report.html"
     page.write_text(render_html(data), encoding="utf-8")
     pngs = [] if args.no_png else write_pngs(data, out)
+    if args.json:
+        print(json.dumps({"report": str(page), "plots": len(data.plots()), "pngs": [str(p) for p in pngs]}, indent=2))
+        return 0
     print(f"report: {page} ({len(data.plots())} plots)")
     for png in pngs:
         print(f"  {png}")

@@ -34,4 +34,9 @@ def resume_run(path: Path, *, quiet: bool, expect: Campaign | None = None, seed:
                   "evaluations); nothing to resume")
             print_front(run)
             return 0
+        from paretotune.campaign.load import make_objectives
+        from paretotune.execution.gpu_check import require_gpu_for
+
+        require_gpu_for(make_objectives(plan.campaign), f"{plan.campaign.path}: objectives",
+                        backend=plan.campaign.spec.execution.backend)
         return execute(plan.campaign, run, ptxas, quiet=quiet, engine=plan.engine, point=plan.point)

@@ -8,6 +8,7 @@ config the search recorded.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -25,14 +26,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup-ms", type=float, default=10.0)
     parser.add_argument("--alpha", type=float, default=0.01)
     parser.add_argument("--min-effect", type=float, default=0.5)
+    parser.add_argument("--json", action="store_true", help="print the verdicts as JSON instead of a table")
 
 
 def main(args: argparse.Namespace) -> int:
+    from paretotune.execution.gpu_check import require_gpu
     from paretotune.execution.validation import validate_run
+    from paretotune.store.run_dir import RunDir
 
+    RunDir.open(args.run_dir)  # a damaged or wrong folder is named first: it needs fixing on any machine
+    require_gpu("paretotune validate (it re-measures runtimes)")  # then, before any measuring work
     result = validate_run(args.run_dir, candidates=args.candidates, top=args.top, rounds=args.rounds,
                           rep_ms=args.rep_ms, warmup_ms=args.warmup_ms, alpha=args.alpha,
                           min_effect=args.min_effect)
+    if args.json:
+        print(verdicts_json(result.verdicts, args.run_dir, result.controls))
+        return 0
+    print(f"{SPEEDUP_TEXT}\n")
     print(render(result.verdicts, result.controls, result.best_no_acf))
     if result.unreliable:
         for shape, reason in result.unreliable.items():
@@ -86,3 +96,26 @@ def _ratio(r: pd.Series, point: str, low: str, high: str, p: str) -> str:
 def _x(value: Any) -> str:
     value = float(value)
     return f"{value:.3f}x" if math.isfinite(value) else "n/a"
+
+
+SPEEDUP_TEXT = ("speedup = mean baseline runtime / mean candidate runtime (> 1 is faster; ci_low..ci_high its "
+                "bootstrap interval); runtimes measured in ms")
+
+
+def verdicts_json(table: pd.DataFrame, run_dir: Path, controls: dict[str, Any] | None = None) -> str:
+    """The verdict table (and the per-shape controls) as one JSON document; non-finite numbers become null."""
+    rows = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v.item() if hasattr(v, "item") else v)
+             for k, v in row.items()} for row in table.to_dict(orient="records")]
+    return json.dumps({"run_dir": str(run_dir), "convention": SPEEDUP_TEXT, "unit": "ms",
+                       "verdicts_csv": str(run_dir / "validation.csv"), "artifacts": str(run_dir / "artifacts"),
+                       "verdicts": rows, "controls": _plain(controls or {})}, indent=2, allow_nan=False, default=str)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, str):
+        value = value.item()
+    return None if isinstance(value, float) and not math.isfinite(value) else value

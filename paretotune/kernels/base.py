@@ -110,6 +110,12 @@ class _ReadKeys(Mapping[str, Any]):
         self.read.add(key)
         return self._params[key]
 
+    def __contains__(self, key: object) -> bool:
+        found = key in self._params
+        if found:
+            self.read.add(key)  # type: ignore[arg-type]  # looked up by name: the key is used
+        return found
+
     def __iter__(self) -> Iterator[str]:
         self.listed = True
         return iter(self._params)
@@ -136,9 +142,18 @@ def baseline_config(adapter: KernelAdapter, shapes: tuple[Shape, ...]) -> dict[s
 
 
 def validate_config(space: Mapping[str, list[Any]], config: Mapping[str, Any], where: str) -> None:
-    """Reject configs with unknown knobs or values outside the space (one-line message)."""
+    """Reject configs with unknown knobs or values outside the space (one-line message). A flat config from an
+    explicit config list must contain one of the listed configs."""
     from paretotune.errors import UserError
+    from paretotune.search.space import CONFIG_LIST_KNOB
 
+    config = dict(config)
+    listed = space.get(CONFIG_LIST_KNOB)
+    if listed and not isinstance(config.get(CONFIG_LIST_KNOB), Mapping) and all(isinstance(c, Mapping) for c in listed):
+        match = next((c for c in listed if all(config.get(k) == v for k, v in c.items())), None)
+        if match is None:
+            raise UserError(f"{where}: {config} is none of the kernel's {len(listed)} listed configs")
+        config = {k: v for k, v in config.items() if k not in match}
     for key, value in config.items():
         if key not in space:
             raise UserError(f"{where}: unknown kernel knob '{key}' (known: {', '.join(space)})")

@@ -10,15 +10,30 @@ from paretotune.records import Shape
 from paretotune.toolchain.arch import TargetArch
 
 
+def _in_list(config: Mapping[str, Any], listed: list[Any]) -> bool:
+    """A flat config contains one of the listed configs."""
+    return any(all(config.get(k) == v for k, v in c.items()) for c in listed)
+
+
 class OverriddenAdapter:
-    """Wraps an adapter; ``space`` replaces the named knobs' values, ``default`` the named baseline values."""
+    """Wraps an adapter; ``space`` replaces the named knobs' values (a key inside an explicit config list keeps
+    the listed configs whose value it allows), ``default`` the named baseline values (per shape, on top of the
+    inner adapter's baseline for that shape)."""
 
     def __init__(self, inner: KernelAdapter, space: dict[str, list[Any]] | None,
                  default: dict[str, Any] | None) -> None:
+        from paretotune.search.space import CONFIG_LIST_KNOB
+
         self.inner = inner
         self.name = inner.name
-        self._space = {**inner.space(), **(space or {})}
-        self._narrowed = dict(space or {})
+        own = inner.space()
+        listed = own.get(CONFIG_LIST_KNOB)
+        inside = {k: v for k, v in (space or {}).items() if k not in own and listed}
+        if inside:  # narrowing a key of an explicit config list keeps the listed configs whose value is allowed
+            own[CONFIG_LIST_KNOB] = [c for c in listed if all(c.get(k) in v for k, v in inside.items())]
+        self._narrowed = {k: v for k, v in (space or {}).items() if k not in inside}  # plain knobs
+        self._space = {**own, **self._narrowed}
+        self._listed = own[CONFIG_LIST_KNOB] if inside else None  # the narrowed config list, if narrowed
         self._override = dict(default or {})
 
     def space(self) -> dict[str, list[Any]]:
@@ -31,6 +46,10 @@ class OverriddenAdapter:
         for key, values in self._narrowed.items():
             if base_default.get(key) not in values:
                 base_default[key] = values[0]
+        if self._listed is not None and not _in_list(base_default, self._listed):
+            # a baseline outside the narrowed config list takes its first config (plain knobs kept)
+            base_default = {**dict(self._listed[0]), **{k: v for k, v in base_default.items()
+                                                         if k in self._space}} if self._listed else {}
         return {**base_default, **self._override}
 
     def constraint(self) -> Callable[[Mapping[str, Any]], bool] | None:

@@ -18,4 +18,17 @@ def adapter_for(obj: Any, name: str, where: str) -> KernelAdapter:
         HelionKernel = None  # type: ignore[assignment,misc]
     if HelionKernel is not None and isinstance(obj, HelionKernel):
         return HelionAdapter(name, obj)
+    if _is_triton_kernel(obj):
+        raise UserError(f"{where}: '{name}' is a bare Triton kernel: paretotune also needs its inputs and grid; add "
+                        f"`{name}_spec = paretotune.TritonKernel({name}, inputs=lambda shape: {{...tensors...}}, "
+                        f"grid=lambda meta: (...))` next to it and name {name}_spec (docs/kernels.md)")
     raise UserError(f"{where}: '{name}' is a {type(obj).__name__}, not a TritonKernel or HelionKernel spec")
+
+
+def _is_triton_kernel(obj: Any) -> bool:
+    """A ``@triton.jit``, ``@triton.autotune`` or ``@triton.heuristics`` function."""
+    try:
+        from triton.runtime.jit import KernelInterface
+    except ImportError:
+        return False
+    return isinstance(obj, KernelInterface)

@@ -63,3 +63,11 @@ def _rescaled(front: pd.DataFrame, directions: Mapping[str, Direction]) -> tuple
     ideal, nadir = points.min(axis=0), points.max(axis=0)
     span = np.where(nadir > ideal, nadir - ideal, 1.0)
     return rows, (points - ideal) / span
+
+
+def knee_order(front: pd.DataFrame, directions: Mapping[str, Direction]) -> pd.DataFrame:
+    """The usable rows sorted by the knee score (sum of rescaled objectives, smallest first): the first row is
+    :func:`knee_pick`'s, the rest follow by how close they come to the ideal point."""
+    rows, scaled = _rescaled(front, directions)
+    order = np.argsort(scaled.sum(axis=1), kind="stable")
+    return rows.iloc[order]

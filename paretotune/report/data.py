@@ -241,7 +241,8 @@ def build_report_data(*, run_dir: str, meta: dict[str, Any], columns: list[Objec
     return ReportData(
         summary=summary, columns=list(columns), baseline=baseline, pairs=pairs, pairs_omitted=omitted,
         values=values, shapes=shapes_chart, parallel=parallel, progress=progress,
-        front=_front_table(ranking.front(0), columns, baseline, results), all_shapes=all_shapes,
+        front=_front_table(_knee_first(ranking.front(0), directions), columns, baseline, results),
+        all_shapes=all_shapes,
         validation=None if validation is None else with_verdicts(validation),
         failures=_failures(ranking.excluded), notes=notes,
     )
@@ -353,11 +354,20 @@ def _progress(results: pd.DataFrame, ranked: pd.DataFrame, directions: dict[str,
     return Progress(table=table, columns=varying, ignored=[c for c in directions if c not in varying])
 
 
+def _knee_first(front: pd.DataFrame, directions: dict[str, Any]) -> pd.DataFrame:
+    """Front 0 in the order 'front' prints it: the knee pick first (paretotune.pareto.choose.knee_order)."""
+    from paretotune.pareto.choose import knee_order
+
+    return knee_order(front, directions) if len(front) else front
+
+
 def _front_table(front: pd.DataFrame, columns: list[ObjectiveColumn],
                  baseline: dict[str, float] | None, results: pd.DataFrame) -> pd.DataFrame:
-    """Front 0 in ranking order, each objective with its plain ratio ``value / baseline`` (as 'front' shows),
-    and the ACF share against the candidate's no-ACF twin (``acf share``, as 'front' shows it)."""
+    """Front 0 in ranking order; ``<col> ratio`` is what 'front' shows beside each value: the speedup
+    (baseline / value) for a time objective, else value / baseline (``paretotune.pareto.convention``); and the
+    ACF share against the candidate's no-ACF twin (``acf share``, as 'front' shows it)."""
     from paretotune.pareto.attribution import acf_shares, share_label
+    from paretotune.pareto.convention import versus_baseline
 
     table = pd.DataFrame({"rank": np.arange(1, len(front) + 1),
                           "candidate_id": front["candidate_id"].astype(int).to_numpy(),
@@ -367,8 +377,8 @@ def _front_table(front: pd.DataFrame, columns: list[ObjectiveColumn],
     for c in columns:
         values = front[c.column].astype(float).to_numpy()
         table[c.column] = values
-        base = np.nan if baseline is None or baseline[c.column] == 0 else baseline[c.column]
-        table[f"{c.column} ratio"] = values / base
+        base = np.nan if baseline is None else float(baseline[c.column])
+        table[f"{c.column} ratio"] = [versus_baseline(float(v), base, c) for v in values]
     table["crowding"] = front["crowding"].astype(float).to_numpy()
     shares = acf_shares(results, front, {c.column: c.direction for c in columns}) if len(front) else []
     table["acf share"] = [share_label(row, s, columns) for (_, row), s in zip(front.iterrows(), shares, strict=True)]

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from paretotune.pareto.convention import is_time, unit_of
 from paretotune.report.data import ReportData
 from paretotune.report.figures import figures
 
@@ -108,7 +109,8 @@ def _summary(data: ReportData) -> str:
     if s.hypervolume is None:
         hv = "n/a (no successful baseline)"
     else:
-        hv = f"{s.hypervolume:.4g} (baseline-ratio space; 0 = nothing beats the baseline)"
+        hv = (f"{s.hypervolume:.4g} (baseline-ratio space; 0 = no candidate is at least as good as the baseline on "
+              "every objective at once, though one may still win on a single objective: see the front)")
     items = [("Kernel", f"<code>{_e(s.kernel)}</code>"), ("Shapes", "; ".join(_e(x) for x in s.shapes) or "-"),
              ("Objectives", objectives), ("Budget", _e(s.budget)), ("Target", _e(s.target)),
              ("Toolchain", versions), ("Seed", _e("-" if s.seed is None else str(s.seed))),
@@ -168,7 +170,8 @@ def _front(data: ReportData) -> str:
         return _section("front", "Pareto front", [_note("no candidate evaluated successfully")])
     headers = ["rank", "id", "gen", "acf"]
     for c in data.columns:
-        headers += [c.column, "ratio"]
+        unit = f" [{unit_of(c)}]" if unit_of(c) else ""
+        headers += [c.column + unit, "speedup" if is_time(c) else "x baseline"]
     headers += ["crowding", "acf share", "config"]
     rows, classes = [], []
     for _, r in front.iterrows():
@@ -180,10 +183,11 @@ def _front(data: ReportData) -> str:
         cells += [_fmt(r["crowding"]), _e(r.get("acf share", "")), _config(r["config"])]
         rows.append(cells)
         classes.append("baseline" if r["is_baseline"] else "")
-    intro = _note("Front 0 in ranking order (crowding distance, extremes first). Ratio is value / baseline "
-                  "(0.87x runtime is 13% faster; 1.5x occupancy is 50% more). ACF share: the same config "
-                  "without its ACF over the candidate, as a speedup (> 1: the ACF helped). ACF files: "
-                  "<run>/acf/<sha>.acf.")
+    intro = _note("Front 0 ordered by knee pick (each objective rescaled to [0, 1] over the front, smallest sum "
+                  "first), as 'paretotune front' prints it. Runtimes read as speedup = baseline / candidate "
+                  "(1.15x is 15% faster, > 1 is better); other objectives as value / baseline (0.54x registers, "
+                  "1.5x occupancy is 50% more). ACF share: the same config without its ACF over the candidate, "
+                  "as a speedup (> 1: the ACF helped). ACF files: <run>/acf/<sha>.acf.")
     return _section("front", f"Pareto front ({len(front)})",
                     [intro, _table(headers, rows, text_columns={"acf", "acf share", "config"},
                            row_classes=classes)])

@@ -4,6 +4,11 @@ Three ACF kinds: ``generated`` (CompileIQ samples ACFs from ptxas's control spac
 that can sample it may search it), ``finite`` (a list whose option 0 is "no ACF") and ``none``. Finite and
 config-only spaces are a product of small categorical choices, so every engine can search them, and they can
 be enumerated (``size``) and exhausted.
+
+A space may also be an explicit list of configs (a ``@triton.autotune`` kernel's ``configs``, a hand-picked
+list): that list is one categorical knob, :data:`CONFIG_LIST_KNOB`, whose values are whole configs (dicts).
+:meth:`SearchSpace.config` flattens them, so engines choose an index as for any knob and records hold plain
+configs.
 """
 from __future__ import annotations
 
@@ -16,6 +21,23 @@ from typing import Any, Literal
 from paretotune.toolchain.acf_sources import AcfOption
 
 AcfKind = Literal["generated", "finite", "none"]
+CONFIG_LIST_KNOB = "config"  # a knob whose values are whole configs, merged into the config it is part of
+
+
+def config_list_space(configs: list[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """Knobs for an explicit list of configs: one categorical knob whose values are the configs."""
+    if not configs:
+        raise ValueError("an explicit config list needs at least one config")
+    return {CONFIG_LIST_KNOB: [dict(c) for c in configs]}
+
+
+def flatten_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge a listed config (the value of :data:`CONFIG_LIST_KNOB`) into the flat config it belongs to."""
+    listed = config.get(CONFIG_LIST_KNOB)
+    if not isinstance(listed, Mapping):
+        return dict(config)
+    rest = {k: v for k, v in config.items() if k != CONFIG_LIST_KNOB}
+    return {**dict(listed), **rest}
 
 
 @dataclass(frozen=True)
@@ -58,9 +80,10 @@ class SearchSpace:
         return bool(self.free) or self.acf == "generated" or (self.acf == "finite" and len(self.acf_options) > 1)
 
     def config(self, chosen: Mapping[str, Any]) -> dict[str, Any]:
-        """A full kernel config: the fixed knobs plus the chosen values, in the space's knob order."""
+        """A full kernel config: the fixed knobs plus the chosen values, in the space's knob order (a listed
+        config is flattened in its place)."""
         merged = {**self.fixed, **chosen}
-        return {k: merged[k] for k in self.knobs}
+        return flatten_config({k: merged[k] for k in self.knobs})
 
     def configs_only(self) -> SearchSpace:
         """The same knobs without the ACF dimension (phase 1 of the sequential strategy)."""
@@ -68,7 +91,17 @@ class SearchSpace:
 
     def at_config(self, config: Mapping[str, Any]) -> SearchSpace:
         """Only the ACF dimension, at one fixed kernel config (phase 2 of the sequential strategy)."""
-        return replace(self, knobs={k: [config[k]] for k in self.knobs})
+        return replace(self, knobs={k: [_knob_value(self.knobs[k], k, config)] for k in self.knobs})
+
+
+def _knob_value(values: list[Any], knob: str, config: Mapping[str, Any]) -> Any:
+    """The value of ``knob`` in a flat ``config``; for the config-list knob, the listed config it contains."""
+    if knob != CONFIG_LIST_KNOB or knob in config and not isinstance(config[knob], Mapping):
+        return config[knob]
+    for listed in values:
+        if all(config.get(k) == v for k, v in listed.items()):
+            return listed
+    raise KeyError(f"config {dict(config)} is none of the listed configs")
 
 
 def point_key(config: Mapping[str, Any], acf_sha: str | None) -> str:

@@ -84,7 +84,8 @@ def create_app(config: ServiceConfig, lock: WorkdirLock | None = None) -> FastAP
         finally:
             held.release()
 
-    app = FastAPI(title="paretotune", version="1", lifespan=lifespan,
+    # FastAPI's /docs and /redoc load their scripts from a CDN: off; /docs below renders the schema offline
+    app = FastAPI(title="paretotune", version="1", lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Queue multi-objective kernel-tuning campaigns and read their Pareto fronts.")
     app.state.store, app.state.scheduler, app.state.config = store, scheduler, config
 
@@ -231,6 +232,13 @@ def create_app(config: ServiceConfig, lock: WorkdirLock | None = None) -> FastAP
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
+
+    @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
+    def api_docs() -> HTMLResponse:
+        """The API reference from the OpenAPI schema, as one page that needs no network."""
+        from paretotune.service.api_docs import render_api_docs
+
+        return HTMLResponse(render_api_docs(app.openapi()))
 
     @app.get("/", response_class=HTMLResponse)
     @app.get("/dashboard", response_class=HTMLResponse)

@@ -21,8 +21,11 @@ tr.sel{background:#eef4ff}tr{cursor:pointer}
 <body>
 <h1>paretotune campaigns</h1>
 <p id="msg"></p>
+<form id="submit-form"><label>queue a campaign file: <input type="file" id="campaign-file"
+accept=".yaml,.yml,.json"></label> <button type="submit">submit</button> <span id="submit-msg"></span></form>
 <table id="campaigns"><thead><tr><th>id</th><th>name</th><th>kind</th><th>status</th><th>progress</th>
-<th>failures</th></tr></thead><tbody></tbody></table>
+<th>failures</th><th>open</th></tr></thead><tbody></tbody></table>
+<p><small>API reference: <a href="/docs">/docs</a> (offline)</small></p>
 <div id="plot-box"><h2 id="plot-title">Pareto plot</h2>
 <svg id="pareto-plot" width="560" height="380" role="img" aria-label="Pareto plot"></svg>
 <p><small>grey: evaluated, red: Pareto front, blue: baseline (first two objective columns)</small></p></div>
@@ -45,10 +48,36 @@ function table(list) {
     return `<tr data-id="${esc(c.id)}" class="${c.id === selected ? "sel" : ""}"><td>${esc(c.id)}</td>` +
       `<td>${esc(c.name)}</td><td>${esc(c.kind)}</td><td class="status-${esc(c.status)}">${esc(c.status)}</td>` +
       `<td><span class="bar"><i style="width:${pct}%"></i></span> ${p.evaluated}/${p.budget}</td>` +
-      `<td>${p.failures}</td></tr>`;
+      `<td>${p.failures}</td><td>${links(c.id)}</td></tr>`;
   }).join("");
   body.querySelectorAll("tr").forEach(tr => tr.onclick = () => { selected = tr.dataset.id; refresh(); });
+  body.querySelectorAll("a[data-path]").forEach(a => a.onclick = ev => { ev.stopPropagation(); ev.preventDefault();
+    openWithToken(a.dataset.path); });
 }
+function links(id) {
+  const base = `/campaigns/${encodeURIComponent(id)}`;
+  return [["report", "/report"], ["front", "/front"], ["artifacts", "/artifacts"]].map(([label, tail]) =>
+    `<a href="${base}${tail}" data-path="${base}${tail}">${label}</a>`).join(" · ");
+}
+async function openWithToken(path) {
+  // the API wants the bearer token in a header, which a plain link cannot send: fetch, then show the answer
+  try {
+    const r = await fetch(path, {headers});
+    const blob = await r.blob();
+    window.open(URL.createObjectURL(blob), "_blank");
+  } catch (e) { document.getElementById("msg").textContent = String(e); }
+}
+document.getElementById("submit-form").onsubmit = async ev => {
+  ev.preventDefault();
+  const file = document.getElementById("campaign-file").files[0], out = document.getElementById("submit-msg");
+  if (!file) { out.textContent = "choose a campaign file first"; return; }
+  const json = file.name.endsWith(".json");
+  const r = await fetch("/campaigns", {method: "POST", body: await file.text(),
+    headers: {...headers, "Content-Type": json ? "application/json" : "application/yaml"}});
+  const doc = await r.json();
+  out.textContent = r.ok ? `queued as ${doc.id}` : `refused: ${JSON.stringify(doc.detail)}`;
+  if (r.ok) { selected = doc.id; refresh(); }
+};
 function plot(doc) {
   const svg = document.getElementById("pareto-plot"), W = 560, H = 380, m = 50;
   const cols = doc.objectives;

@@ -29,7 +29,13 @@ def plain_scale(x: torch.Tensor) -> torch.Tensor:
 
 
 def _scale_inputs(shape: dict, device: str, seed: int) -> dict:
-    return {"x": torch.empty(int(shape["N"]), dtype=torch.float32, device=device)}
+    """Seeded random data (torch.empty may hold stale memory, NaN included, so a reference check would
+    depend on what ran before); on the meta device only the shape matters."""
+    n = int(shape["N"])
+    if device == "meta":
+        return {"x": torch.empty(n, dtype=torch.float32, device="meta")}
+    x = torch.randn(n, dtype=torch.float32, generator=torch.Generator().manual_seed(seed))
+    return {"x": x.to(device)}
 
 
 def _scale_inputs_without_meta(shape: dict, device: str, seed: int) -> dict:

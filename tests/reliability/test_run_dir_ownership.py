@@ -112,9 +112,9 @@ def test_a_failed_baseline_leaves_no_half_made_run(tmp_path: Path, existing: boo
 
 def test_gpu_campaign_without_a_gpu_is_refused_before_its_folder_exists(tmp_path: Path,
                                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    from paretotune.execution.device_check import cuda_missing
+    from paretotune.execution.gpu_check import gpu_problem
 
-    if cuda_missing() is None:
+    if gpu_problem() is None:
         pytest.skip("this machine has a CUDA GPU")
     campaign = tmp_path / "gpu.yaml"
     campaign.write_text(QUICKSTART.replace("  - spill_bytes            # min\n", "  - runtime\n"))

@@ -91,3 +91,22 @@ def test_report_command_writes_html_and_pngs(tmp_path: Path, capsys: pytest.Capt
     assert f"report: {out / 'report.html'} (5 plots)" in printed
     assert sorted(p.name for p in out.iterdir()) == ["front.png", "hypervolume.png", "parallel.png", "report.html",
                                                      "shapes.png"]
+
+
+def test_config_knobs_become_columns_in_csv_and_parquet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One ``config.<knob>`` column per knob (lists as JSON text); the JSON export keeps config nested."""
+    cols = [{"column": "registers", "direction": "min", "objective": "registers", "shape": "s"}]
+    rows = [{"candidate_id": 0, "is_baseline": True, "config": {"block_sizes": [1024], "num_warps": 4},
+             "values": {"registers": 20.0}},
+            {"candidate_id": 1, "config": {"block_sizes": [256], "num_warps": 8}, "values": {"registers": 12.0}}]
+    run = write_run(tmp_path / "run", cols, rows)
+    assert cli_main(["export", str(run), "--format", "csv"]) == 0
+    table = pd.read_csv(run / "export" / "results.csv")
+    assert list(table["config.num_warps"]) == [4, 8] and list(table["config.block_sizes"]) == ["[1024]", "[256]"]
+    assert list(table.columns).index("config.num_warps") < list(table.columns).index("acf")
+    assert cli_main(["export", str(run), "--format", "parquet"]) == 0
+    assert list(pd.read_parquet(run / "export" / "results.parquet")["config.num_warps"]) == [4, 8]
+    capsys.readouterr()
+    assert cli_main(["export", str(run), "--format", "json", "--out", "-"]) == 0
+    out = capsys.readouterr().out
+    assert "config.num_warps" not in out and json.loads(out)[1]["config"]["num_warps"] == 8

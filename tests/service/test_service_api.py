@@ -197,3 +197,18 @@ def test_restart_requeues_running_and_keeps_finished(tmp_path: Path) -> None:
     reopened = CampaignStore(tmp_path / "w")
     assert Scheduler(reopened, ServiceConfig(workdir=tmp_path / "w")).recover() == [running.id, cancelling.id]
     assert [s.status for s in CampaignStore(tmp_path / "w").all()] == ["queued", "cancelled", "done"]
+
+
+def test_docs_page_renders_offline_and_the_dashboard_links_each_campaign(client: TestClient) -> None:
+    """/docs is one page with no external script or style (FastAPI's loads from a CDN); the dashboard links
+    each campaign's report, front and artifacts, and takes a campaign file."""
+    page = client.get("/docs")
+    assert page.status_code == 200
+    text = page.text
+    assert "/campaigns/{cid}/front" in text and "application/yaml" in text
+    assert "<script" not in text and "http://" not in text and "https://" not in text and "cdn" not in text.lower()
+    assert client.get("/redoc").status_code == 404
+    dash = client.get("/").text
+    for tail in ("/report", "/front", "/artifacts"):
+        assert f'["{tail[1:]}", "{tail}"]' in dash
+    assert 'id="campaign-file"' in dash and 'method: "POST"' in dash

@@ -1,0 +1,170 @@
+"""The public Python API: run a campaign from a file or a dict, with kernels given as objects, then read it.
+
+Safe in a notebook cell or a script without an ``if __name__ == "__main__"`` guard: multiprocessing's
+fork-server and spawn children re-run the main script unless ``__main__`` hides its path, so :func:`run` and
+:meth:`Run.validate` hide it while they start workers (a notebook has none to hide); a kernel object reaches
+the workers pickled by value (:mod:`paretotune.kernels.inline`), so a kernel defined in a cell works.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from paretotune.errors import UserError
+
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run directory, read through the same code as the ``front``, ``validate`` and ``report`` commands."""
+
+    path: Path
+
+    @property
+    def results(self) -> pd.DataFrame:
+        """One row per evaluated candidate, as stored (``results.jsonl``)."""
+        from paretotune.store.run_dir import read_results
+
+        return read_results(self.path)
+
+    def front(self) -> pd.DataFrame:
+        """Front 0 in the command's order, with a ``speedup:<column>`` per runtime-like objective."""
+        from paretotune.commands.front import build_report, front_table
+
+        return front_table(build_report(self.path))
+
+    def front_text(self) -> str:
+        """The ``paretotune front`` table, as text."""
+        from paretotune.commands.front import build_report, render_text
+
+        return render_text(build_report(self.path))
+
+    def validate(self, candidates: list[int] | None = None, *, top: int = 6, rounds: int = 30, rep_ms: float = 50.0,
+                 warmup_ms: float = 10.0, alpha: float = 0.01, min_effect: float = 0.5) -> pd.DataFrame:
+        """Re-measure winners against the baseline on the GPU (``paretotune validate``); the verdict table."""
+        from paretotune.execution.gpu_check import require_gpu
+        from paretotune.execution.validation import run_validation
+
+        require_gpu("Run.validate (it re-measures runtimes)")
+        with main_not_reimported():
+            return run_validation(self.path, candidates=candidates, top=top, rounds=rounds, rep_ms=rep_ms,
+                                  warmup_ms=warmup_ms, alpha=alpha, min_effect=min_effect)
+
+    def report(self, out: str | Path | None = None, *, png: bool = True) -> Path:
+        """Write the self-contained HTML report (and PNGs); returns the page's path."""
+        from paretotune.report import load_report_data, render_html, write_pngs
+
+        data = load_report_data(self.path)
+        folder = Path(out) if out is not None else self.path / "report"
+        folder.mkdir(parents=True, exist_ok=True)
+        page = folder / "report.html"
+        page.write_text(render_html(data), encoding="utf-8")
+        if png:
+            write_pngs(data, folder)
+        return page
+
+
+def open_run(path: str | Path) -> Run:
+    """A stored run directory."""
+    from paretotune.store.run_dir import RunDir
+
+    return Run(RunDir.open(path).path)
+
+
+def run(campaign: str | Path | Mapping[str, Any], *, out: str | Path | None = None, kernel: Any = None,
+        seed: int | None = None, quiet: bool = True) -> Run:
+    """Run a campaign (a YAML file, or the same structure as a dict) and return its run directory.
+
+    ``kernel`` (or ``campaign["kernel"]["source"]``) may be a spec object (``TritonKernel``,
+    ``HelionKernel``) instead of an import string. ``quiet`` hides the progress bar and the front table.
+    """
+    from paretotune.campaign.load import check_toolchain
+    from paretotune.commands.run import start_and_execute
+    from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
+
+    loaded = _load(campaign, kernel)
+    if seed is not None:
+        loaded = loaded.with_seed(seed)
+    ptxas = find_ptxas()
+    check_toolchain(loaded, ptxas)
+    export_for_triton(ptxas)
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+    folder = Path(out) if out is not None else Path("runs") / f"{loaded.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    with main_not_reimported(), (contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext()):
+        start_and_execute(loaded, folder, ptxas, quiet=quiet)  # checks (GPU included) before the folder exists
+    return Run(folder)
+
+
+@contextlib.contextmanager
+def main_not_reimported() -> Iterator[None]:
+    """Hide ``__main__``'s file and spec while workers start: multiprocessing's spawn and fork-server children
+    otherwise re-run the calling script, which without a ``__main__`` guard starts the campaign again in
+    every worker ("worker process crashed", then a run-lock error). Workers need nothing from ``__main__``."""
+    main = sys.modules.get("__main__")
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if main is not None and k in main.__dict__}
+    for key in saved:
+        if key == "__spec__":
+            main.__spec__ = None  # type: ignore[union-attr]
+        else:
+            delattr(main, key)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            setattr(main, key, value)
+
+
+def _load(campaign: str | Path | Mapping[str, Any], kernel: Any) -> Any:
+    from paretotune.campaign.load import campaign_from_text, load_campaign
+
+    if isinstance(campaign, str | Path):
+        if kernel is None:
+            return load_campaign(campaign)
+        path = Path(campaign)
+        try:
+            data = yaml.safe_load(path.read_text())
+        except OSError as exc:
+            raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+        return campaign_from_text(_to_yaml(_with_kernel(data, kernel, str(path))), path)
+    if not isinstance(campaign, Mapping):
+        raise UserError(f"campaign: expected a file path or a dict, got {type(campaign).__name__}")
+    data = _with_kernel(dict(campaign), kernel, "campaign")
+    return campaign_from_text(_to_yaml(data), Path.cwd() / f"{data.get('name', 'campaign')}.campaign")
+
+
+def _with_kernel(data: Any, kernel: Any, where: str) -> dict[str, Any]:
+    """The campaign structure with any kernel object replaced by the source string that finds it in workers."""
+    from paretotune.kernels.inline import register
+
+    if not isinstance(data, dict):
+        raise UserError(f"{where}: a campaign must be a mapping (got {type(data).__name__})")
+    section = data.get("kernel")
+    section = dict(section) if isinstance(section, Mapping) else ({"source": section} if section is not None else {})
+    if kernel is not None:
+        section["source"] = kernel
+    source = section.get("source")
+    if source is not None and not isinstance(source, str):
+        section["source"] = register(source, _name_of(source))
+    return {**data, "kernel": section}
+
+
+def _name_of(obj: Any) -> str:
+    fn = getattr(obj, "fn", obj)
+    return str(getattr(fn, "__name__", None) or getattr(getattr(fn, "fn", None), "__name__", "kernel"))
+
+
+def _to_yaml(data: Mapping[str, Any]) -> str:
+    try:
+        return yaml.safe_dump(dict(data), sort_keys=False)
+    except yaml.YAMLError as exc:
+        raise UserError(f"campaign: only plain values (numbers, strings, lists, dicts) can be given ({exc})") from None
