@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from paretotune.cli import main
+
 ROOT = Path(__file__).resolve().parents[2]
 os.environ.setdefault("CIQ_SEARCH_SPACES_DIR", "/work/shared/compileiq")
 
@@ -53,6 +55,16 @@ def real_ptxas() -> Path:
     finally:
         if saved is not None:
             os.environ["PARETOTUNE_PTXAS"] = saved
+
+
+def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """Run the CLI in-process and return its one error line (exit code 2, nothing else on stderr)."""
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("paretotune: error: "), err
+    return lines[0]
 
 
 def group_members(pgid: int) -> list[int]:

@@ -11,21 +11,12 @@ from pathlib import Path
 import pytest
 
 from paretotune.cli import main
-from reliability.conftest import ROOT, cli_env
+from reliability.conftest import ROOT, cli_env, refused
 from reliability.standins import version_only
 
 BAD = ROOT / "tests" / "fixtures" / "bad_campaigns"
 QUICKSTART = ROOT / "configs" / "quickstart.yaml"
 
-
-def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    """Run the CLI in-process and return its one error line (exit code 2, nothing else on stderr)."""
-    code = main(argv)
-    err = capsys.readouterr().err
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("paretotune: error: "), err
-    return lines[0]
 
 
 @pytest.mark.parametrize(("ptxas", "message"), [

@@ -10,23 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from paretotune.cli import main
 from paretotune.store import RunDir
-from reliability.conftest import QUICKSTART, small_quickstart
+from reliability.conftest import QUICKSTART, refused, small_quickstart
 
 
 def _digest(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}
 
-
-def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    code = main(argv)
-    err = capsys.readouterr().err
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("paretotune: error: "), err
-    return lines[0]
 
 
 @pytest.fixture
@@ -55,7 +46,7 @@ def test_concurrent_run_into_a_running_runs_folder_changes_nothing(started_run: 
     a = Path(shutil.copytree(started_run, tmp_path / "a"))
     before = _digest(a)
     with RunDir(a).lock():  # A is running
-        line = _refused(["run", str(_campaign_b(tmp_path)), "--out", str(a), "--quiet"], capsys)
+        line = refused(["run", str(_campaign_b(tmp_path)), "--out", str(a), "--quiet"], capsys)
     assert str(a) in line
     assert _digest(a) == before
 
@@ -64,29 +55,29 @@ def test_a_run_is_never_started_over_another(started_run: Path, tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     a = Path(shutil.copytree(started_run, tmp_path / "a"))
     before = _digest(a)
-    assert "already holds a run" in _refused(["run", str(_campaign_b(tmp_path)), "--out", str(a), "--quiet"], capsys)
+    assert "already holds a run" in refused(["run", str(_campaign_b(tmp_path)), "--out", str(a), "--quiet"], capsys)
     assert _digest(a) == before
 
 
 @pytest.mark.parametrize("files", [{"campaign.yaml": "mine\n"}, {"run.json": "{}"}, {"notes.txt": "keep me"},
                                    {"sub/data.csv": "1,2"}])
-def test_out_into_a_users_folder_with_files_is_refused(tmp_path: Path, files: dict[str, str],
+def test_out_into_a_users_folder_with_files_isrefused(tmp_path: Path, files: dict[str, str],
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "mine"
     for name, text in files.items():
         (out / name).parent.mkdir(parents=True, exist_ok=True)
         (out / name).write_text(text)
     before = _digest(out)
-    line = _refused(["run", str(_campaign_b(tmp_path)), "--out", str(out), "--quiet"], capsys)
+    line = refused(["run", str(_campaign_b(tmp_path)), "--out", str(out), "--quiet"], capsys)
     assert "already holds a run" in line or "not empty" in line
     assert _digest(out) == before and sorted(p.name for p in out.iterdir()) == sorted(
         Path(n).parts[0] for n in files)
 
 
-def test_out_that_is_a_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_out_that_is_a_file_isrefused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "file"
     out.write_text("data")
-    assert "is not a directory" in _refused(["run", str(_campaign_b(tmp_path)), "--out", str(out)], capsys)
+    assert "is not a directory" in refused(["run", str(_campaign_b(tmp_path)), "--out", str(out)], capsys)
     assert out.read_text() == "data"
 
 
@@ -99,14 +90,14 @@ def test_a_failed_baseline_leaves_no_half_made_run(tmp_path: Path, existing: boo
     out = tmp_path / "out"
     if existing:
         out.mkdir()
-    line = _refused(["run", str(campaign), "--out", str(out), "--quiet"], capsys)
+    line = refused(["run", str(campaign), "--out", str(out), "--quiet"], capsys)
     assert "the baseline (default config, no ACF) failed" in line and "nothing was kept" in line
     if existing:
         assert [p.name for p in out.iterdir() if p.name != ".lock"] == []
     else:
         assert not out.exists()
     # and a second `run` is not told to resume a run that never started
-    line = _refused(["run", str(campaign), "--out", str(out), "--quiet"], capsys)
+    line = refused(["run", str(campaign), "--out", str(out), "--quiet"], capsys)
     assert "use 'paretotune resume" not in line
 
 
@@ -119,6 +110,6 @@ def test_gpu_campaign_without_a_gpu_is_refused_before_its_folder_exists(tmp_path
     campaign = tmp_path / "gpu.yaml"
     campaign.write_text(QUICKSTART.replace("  - spill_bytes            # min\n", "  - runtime\n"))
     out = tmp_path / "out"
-    line = _refused(["run", str(campaign), "--out", str(out), "--quiet"], capsys)
+    line = refused(["run", str(campaign), "--out", str(out), "--quiet"], capsys)
     assert "objectives: runtime needs a CUDA GPU" in line
     assert not out.exists()

@@ -28,6 +28,18 @@ def small_campaign(generations: int = 1, pool_size: int = 10, name: str | None =
     return yaml.safe_dump(data, sort_keys=False)
 
 
+def group_alive(pgid: int) -> bool:
+    """True while any process of process group ``pgid`` is alive (read from /proc)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[2]) == pgid:
+                    return True
+            except (OSError, IndexError):
+                continue
+    return False
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -16,20 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.service.conftest import Server, small_campaign
+from tests.service.conftest import Server, group_alive, small_campaign
 
 FINAL = {"done", "failed", "cancelled"}
 
-
-def _group_alive(pgid: int) -> bool:
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[2]) == pgid:
-                    return True
-            except (OSError, IndexError):
-                continue
-    return False
 
 
 def _rows(run: Path) -> list[dict]:
@@ -79,7 +69,7 @@ def test_submit_poll_front_artifact_cancel(module_server: Server) -> None:
     pgid = json.loads((server.workdir / "campaigns" / second / "state.json").read_text())["pid"]
     r = server.client.post(f"/campaigns/{second}/cancel", json={})
     assert r.status_code == 200 and r.json()["status"] == "cancelled", r.text
-    assert not _group_alive(pgid), "cancel left campaign processes behind"
+    assert not group_alive(pgid), "cancel left campaign processes behind"
     evaluated = server.status(second)["progress"]["evaluated"]
     assert evaluated < 31
     time.sleep(1.0)  # the scheduler would have started the third by now, had the cancel not held
@@ -98,9 +88,9 @@ def test_sigkill_server_mid_campaign_then_restart_resumes(start_server: Callable
     pgid = json.loads((workdir / "campaigns" / cid / "state.json").read_text())["pid"]
     server.kill()
     deadline = time.monotonic() + 20  # the campaign dies with the server (PR_SET_PDEATHSIG), its workers after it
-    while _group_alive(pgid) and time.monotonic() < deadline:
+    while group_alive(pgid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _group_alive(pgid), "the campaign outlived the killed server"
+    assert not group_alive(pgid), "the campaign outlived the killed server"
     run = workdir / "campaigns" / cid / "run"
     before = _rows(run)
     assert 3 <= len(before) < budget, f"the kill came too late to test a resume ({len(before)} stored)"

@@ -20,7 +20,7 @@ import httpx
 import pytest
 import yaml
 
-from tests.service.conftest import ROOT, Server, small_campaign
+from tests.service.conftest import ROOT, Server, group_alive, small_campaign
 
 LAUGHS = "\n".join([
     'a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]',
@@ -43,16 +43,6 @@ def _serve(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]
 def _rows(run: Path) -> list[dict]:
     return [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines() if line.strip()]
 
-
-def _group_alive(pgid: int) -> bool:
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[2]) == pgid:
-                    return True
-            except (OSError, IndexError):
-                continue
-    return False
 
 
 FLOOD = """
@@ -172,9 +162,9 @@ def test_sigterm_stops_the_server_in_seconds_and_the_campaign_resumes(start_serv
     took = time.monotonic() - start
     assert took < 8, f"SIGTERM took {took:.1f} s"
     deadline = time.monotonic() + 10
-    while _group_alive(pgid) and time.monotonic() < deadline:
+    while group_alive(pgid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _group_alive(pgid), "the campaign outlived the server"
+    assert not group_alive(pgid), "the campaign outlived the server"
     flood.wait(timeout=30)  # every submission answered or cut off: none hangs
     run = workdir / "campaigns" / cid / "run"
     before = _rows(run)
