@@ -42,7 +42,7 @@ from machine import cpu_model, cpu_topology, load_average  # benchmarks/ is sys.
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 ACF_DIR = ROOT / "benchmarks" / "inputs" / "ttq_acfs"
-WORKLOADS = ROOT / ".workloads"  # a link to helion-pretuned-sm90 (git-ignored; see the common brief)
+WORKLOADS = ROOT / ".workloads" / "helion-pretuned-sm90"  # git-ignored; ../shared/workloads/README.md makes it
 STRATEGIES = ("joint", "sequential", "acf-only")
 START_OVERHEAD_S = 20.0  # per arm: process start, imports, workers, baseline (H200 host, 2026-11-30 runs)
 RETIME_S = 30.0  # per kernel: the winners re-timed in a fresh process

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call's steps: install the bundle, run GPU tests, campaigns and benchmarks, write results to $OUT.
 # Usage on the GPU machine (repository root): bash benchmarks/gpu_session.sh STEP...
-#   steps: env tests noise attribution pretuned shared occupancy ncu helion compile strategies ray
+#   steps: env tests noise attribution pretuned pretuned_mo shared occupancy ncu helion fusion ttq compile strategies ray
 # Steps use the GPUs in CUDA_VISIBLE_DEVICES; two invocations with different GPUs and OUT folders can run at once.
 set -uo pipefail
 { [ -f /tmp/devenv ] || bash .devbundle/install.sh >/dev/null; } && source /tmp/devenv
@@ -30,6 +30,13 @@ for step in "$@"; do
     pretuned)  # issue 17: ACFs on top of Helion's pretuned sm90 kernels (PRETUNED_ARGS: --kernels, --budget-s)
       log pretuned; timeout ${PRETUNED_TIMEOUT:-560} python3 benchmarks/bench_pretuned.py --out "$OUTDIR/pretuned" \
         ${PRETUNED_ARGS:-} 2>&1 | tail -40 ;;
+    pretuned_mo)  # issue 17: the post's runtime + L1TEX campaign and an occupancy-targeted one on the pretuned softmax
+      for c in softmax_l1tex softmax_occupancy; do
+        log "pretuned_mo $c"; timeout ${PRETUNED_MO_TIMEOUT:-200} python3 -m paretotune.cli run configs/pretuned/$c.yaml \
+          --out "$OUTDIR/runs/$c" --quiet 2>&1 | tail -15
+        timeout 150 python3 -m paretotune.cli validate "$OUTDIR/runs/$c" --top 3 --rounds 20 2>&1 | tail -25
+        timeout 60 python3 -m paretotune.cli report "$OUTDIR/runs/$c" 2>&1 | tail -3
+      done ;;
     shared)
       log shared; timeout 300 python3 -m paretotune.cli run configs/shared_acf_softmax.yaml --out "$OUTDIR/runs/shared" --quiet
       timeout 200 python3 -m paretotune.cli validate "$OUTDIR/runs/shared" --top 4 --rounds 30 ;;
@@ -42,6 +49,12 @@ for step in "$@"; do
       log helion; timeout ${HELION_TIMEOUT:-260} python3 benchmarks/bench_vs_helion.py --out "$OUTDIR/vs_helion.json" \
         --helion-budget-s ${HELION_BUDGET_S:-40} --generations ${HELION_GENERATIONS:-3} --pool ${HELION_POOL:-20} --workers ${HELION_WORKERS:-12} \
         --baseline-intervals ${HELION_INTERVALS:-0,5} --keep-runs "$OUTDIR/runs/vs_helion" 2>&1 | tail -60 ;;
+    fusion)  # issue 19: the GPU-side build per candidate with TRITON_DEFAULT_FP_FUSION unset (200 candidates)
+      log fusion; env -u TRITON_DEFAULT_FP_FUSION timeout ${FUSION_TIMEOUT:-330} python3 benchmarks/bench_vs_helion.py \
+        --out "$OUTDIR/vs_helion_fusion_unset.json" --generations ${FUSION_GENERATIONS:-10} --pool 20 --workers 12 \
+        --helion-budget-s ${FUSION_HELION_S:-40} --baseline-intervals 0 --keep-runs "$OUTDIR/runs/fusion_unset" 2>&1 | tail -40 ;;
+    ttq)  # issue 19: time to quality, every tool on the same GPU (TTQ_ARGS: --kernels --budgets --strategies --max-s)
+      log ttq; timeout ${TTQ_TIMEOUT:-560} python3 benchmarks/bench_time_to_quality.py --out "$OUTDIR/ttq" ${TTQ_ARGS:-} 2>&1 | tail -40 ;;
     compile)  # seconds per Helion compile on this host's CPU, one process alone and twelve at once
       log compile; (cd benchmarks && timeout ${COMPILE_TIMEOUT:-150} python3 bench_helion_compile.py \
         --out "$OUTDIR/helion_compile.json" --configs 6 --parallel 1,12) 2>&1 | grep -v "^{" | tail -8 ;;

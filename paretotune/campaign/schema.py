@@ -56,12 +56,21 @@ class KernelSpec(_Strict):
         for key, values in (v or {}).items():
             if not values:
                 raise ValueError(f"knob '{key}' has no values")
-            odd = [x for x in values if not isinstance(x, (int, float, str, bool))]
+            odd = [x for x in values if not _knob_value(x)]
             if odd:
-                raise ValueError(f"knob '{key}': values must be numbers, strings or booleans (got {odd[0]!r})")
+                raise ValueError(f"knob '{key}': values must be numbers, strings, booleans or lists of them "
+                                 f"(got {odd[0]!r})")
             if len({repr(x) for x in values}) != len(values):
                 raise ValueError(f"knob '{key}' lists a value twice")
         return v
+
+
+def _knob_value(value: Any) -> bool:
+    """A scalar, or a list of scalars, nulls and such lists: Helion's config values are whole lists
+    (``block_sizes: [[1]]``, ``reduction_loops: [[null]]``), a kernel's own check then judges the value."""
+    if isinstance(value, list):
+        return all(item is None or _knob_value(item) for item in value)
+    return isinstance(value, (int, float, str, bool))
 
 
 class ShapeSpec(BaseModel):

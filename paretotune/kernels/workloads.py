@@ -147,14 +147,15 @@ TOLERANCES: dict[str, float] = {"dynamic_per_token_scaled_fp8_quant": 0.2, "rms_
 
 # The kernels, a factory each, and 1-2 of the shapes their own main() benchmarks (dimension names as above).
 WORKLOAD_SHAPES: dict[str, list[dict[str, Any]]] = {
-    "softmax": [{"M": 4096, "N": 16384}],
-    "rms_norm": [{"M": 4096, "N": 4096}],
-    "layer_norm": [{"M": 8192, "N": 4096}],
-    "vector_add": [{"N": 2 ** 24}],
-    "cross_entropy": [{"tokens": 4096, "vocab": 32000}],
-    "silu_mul_fp8": [{"tokens": 4096, "intermediate": 14336}],
-    "dynamic_per_token_scaled_fp8_quant": [{"tokens": 4096, "hidden": 4096}],
-    "rms_norm_dynamic_per_token_quant": [{"tokens": 4096, "hidden": 4096}],
-    "rms_norm_per_block_quant": [{"tokens": 4096, "hidden": 4096, "group_size": 128}],
-    "scaled_mm": [{"M": 2048, "K": 4096, "N": 4096}],
+    "softmax": [{"M": 4096, "N": 16384}, {"M": 2048, "N": 32768}],
+    "rms_norm": [{"M": 4096, "N": 4096}, {"M": 2048, "N": 16384}],
+    "layer_norm": [{"M": 8192, "N": 4096}, {"M": 2048, "N": 8192}],
+    "vector_add": [{"N": 2 ** 24}, {"N": 2 ** 22}],
+    "cross_entropy": [{"tokens": 4096, "vocab": 32000}, {"tokens": 2048, "vocab": 128256}],
+    "silu_mul_fp8": [{"tokens": 4096, "intermediate": 14336}, {"tokens": 256, "intermediate": 14336}],
+    "dynamic_per_token_scaled_fp8_quant": [{"tokens": 4096, "hidden": 4096}, {"tokens": 1024, "hidden": 5120}],
+    "rms_norm_dynamic_per_token_quant": [{"tokens": 4096, "hidden": 4096}, {"tokens": 2048, "hidden": 5120}],
+    "rms_norm_per_block_quant": [{"tokens": 4096, "hidden": 4096, "group_size": 128},
+                                 {"tokens": 1024, "hidden": 5120, "group_size": 128}],
+    "scaled_mm": [{"M": 2048, "K": 4096, "N": 4096}, {"M": 2048, "K": 4096, "N": 6144}],
 }
