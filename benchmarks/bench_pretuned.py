@@ -259,10 +259,13 @@ def main() -> int:
             except Exception as exc:  # noqa: BLE001 - a summary that cannot be read is recorded, not fatal
                 result["error"] = f"summary: {type(exc).__name__}: {exc}"
             record[strategy] = result
+        if record.get("runs") is None:  # every campaign was skipped: not a verdict on the kernel
+            record["why_not"] = "not run: this call's time budget was spent before its turn"
         summary["kernels"][kernel] = record
         summary_path.write_text(json.dumps(summary, indent=1, default=str))
         write_csv(summary, args.out / "pretuned.csv")
-        print(f"{kernel}: {'runs' if record.get('runs') else 'does not run: ' + str(record.get('why_not'))} "
+        verdict = {True: "runs", False: "does not run: "}.get(record.get("runs"), "")
+        print(f"{kernel}: {verdict if record.get('runs') else verdict + str(record.get('why_not'))} "
               f"({time.monotonic() - started:.0f} s so far)", flush=True)
     print_table(summary)
     return 0

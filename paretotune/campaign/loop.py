@@ -25,6 +25,13 @@ last commit that have a stored record are told from that record, not evaluated a
 before ``tell``, so a crash between the two leaves stored records the engine still holds as pending), and the
 others are evaluated again under the same ids. Before the first commit, only the baseline can be stored.
 
+Costly engine checkpoints. CompileIQ's checkpoint grows with the run (~0.2-1 s per save after 200 records),
+and the steady schedule commits after every record: on a GPU campaign that held the loop thread long enough
+to leave the GPU idle. So where the evaluator measures on a GPU and the last engine save took at least
+:data:`COSTLY_SAVE_S`, the engine is saved at most once per :data:`SAVE_SPACING` x that time (loop state and
+records are still committed every time). A crash between two engine saves loses what the engine learned since
+the last one (the resume restarts the engine; see ``Checkpointer.commit``), never an evaluation.
+
 After the budget, the no-ACF twins of front 0's ACF configs (:mod:`paretotune.search.twins`) go through the
 same two commit points as one more batch, never told to the engine; a resume adds only the missing ones.
 """
@@ -76,6 +83,10 @@ class InFlight:
     candidates: tuple[Candidate, ...]
     stored: Mapping[int, TrialRecord] = field(default_factory=dict)  # their records already in the store
     tell: bool = True  # False when the restored engine does not hold them as pending (it cannot be told)
+
+
+COSTLY_SAVE_S = 0.05  # an engine save this long or longer is spaced out on GPU campaigns (see the docstring)
+SAVE_SPACING = 20.0  # ... to at most one per SAVE_SPACING x its duration: saves take <= ~5 % of the loop
 
 
 def objective_columns(campaign: Campaign, objectives: Sequence[Objective]) -> list[ObjectiveColumn]:
@@ -152,10 +163,21 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
         stream = getattr(evaluator, "stream", None)
         return stream(candidates) if stream is not None else evaluator.evaluate(candidates)
 
-    def commit(pending: Iterable[Candidate]) -> None:
+    last_engine_save = [-math.inf]  # monotonic time of the last engine save
+
+    def spaced() -> bool:
+        """Whether engine saves are spaced out: the evaluator measures on a GPU, which waits while we save."""
+        return bool(getattr(evaluator, "measures_on_gpu", False))
+
+    def commit(pending: Iterable[Candidate], final: bool = False) -> None:
         assert engine is not None
+        now = time.monotonic()
+        save = (final or not spaced() or checkpoints.engine_save_s < COSTLY_SAVE_S
+                or now - last_engine_save[0] >= SAVE_SPACING * checkpoints.engine_save_s)
+        if save:
+            last_engine_save[0] = now
         checkpoints.commit(engine, next_id=state.next_id, evaluated=state.evaluated, generation=state.generation,
-                           elapsed_s=state.elapsed_s + time.monotonic() - started, pending=tuple(pending))
+                           elapsed_s=state.elapsed_s + now - started, pending=tuple(pending), save_engine=save)
 
     def may_propose() -> bool:
         """Budget (evaluations and wall clock) left for another proposal."""
@@ -287,6 +309,8 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
         search_started = time.monotonic()
         schedule = "steady" if steady_schedule(campaign, engine, evaluator) else "generational"
         steady() if schedule == "steady" else generational()
+        if spaced():
+            commit((), final=True)  # the search's end: the engine as it finished, whatever the spacing skipped
         twins = twin_candidates(run.results(), run.directions(), next_id=state.next_id, generation=state.generation)
         if twins:  # attribution: the same configs without their ACFs (counted as evaluations, never told)
             state.next_id += len(twins)

@@ -162,6 +162,8 @@ class GpuEvaluator:
     def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
         return list(self.stream(candidates))
 
+    measures_on_gpu = True  # the loop spaces out costly engine checkpoints so this GPU is not left waiting
+
     @property
     def accepts_feed(self) -> bool:
         """A :class:`Feed` for :meth:`stream` (candidates in flight across generations), unless ncu objectives

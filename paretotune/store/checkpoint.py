@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -93,13 +94,20 @@ class Checkpointer:
         self.run = run
         self.last = read_checkpoint(run)
         self._warned = False
+        self.engine_save_s = 0.0  # how long the last engine save took (the loop spaces out costly saves)
 
     def commit(self, engine: Saveable, *, next_id: int, evaluated: int, generation: int, elapsed_s: float,
-               pending: tuple[Candidate, ...]) -> LoopCheckpoint:
+               pending: tuple[Candidate, ...], save_engine: bool = True) -> LoopCheckpoint:
+        """Save the engine (unless ``save_engine`` is False: then this commit counts as a save that did not
+        happen, so a resume restarts the engine unless nothing was told since its last save), then the loop
+        state that names it."""
         seq = (self.last.seq if self.last else 0) + 1
         name = f"{ENGINE_PREFIX}{seq:06d}.ckpt"
+        started = time.perf_counter()
         try:
-            saved = engine.save(str(self.run / name))
+            saved = engine.save(str(self.run / name)) if save_engine else False
+            if save_engine:
+                self.engine_save_s = time.perf_counter() - started
         except Exception as exc:  # noqa: BLE001 - a failed engine checkpoint must not stop the campaign
             saved = False
             if not self._warned:
