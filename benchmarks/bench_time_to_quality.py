@@ -84,6 +84,12 @@ def campaign_text(name: str, spec: dict[str, Any], strategy: str, budget_s: floa
     return "\n".join(lines) + "\n"
 
 
+def child_env() -> dict[str, str]:
+    """This environment with the project first on PYTHONPATH (kept: a GPU host's bundle lives there too)."""
+    rest = os.environ.get("PYTHONPATH", "")
+    return {**os.environ, "PYTHONPATH": str(ROOT) + (os.pathsep + rest if rest else "")}
+
+
 # -- arms ---------------------------------------------------------------------------------------------------
 def paretotune_arm(work: Path, name: str, spec: dict[str, Any], strategy: str, budget_s: float,
                    workers: int) -> dict[str, Any]:
@@ -96,7 +102,7 @@ def paretotune_arm(work: Path, name: str, spec: dict[str, Any], strategy: str, b
     cmd = [sys.executable, "-m", "paretotune.cli", "run", str(cfg), "--out", str(out), "--quiet"]
     start = time.time()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            env=child_env())
     seen: dict[int, float] = {}  # candidate id -> seconds since start when first seen stored
     results = out / "results.jsonl"
     while proc.poll() is None:
@@ -257,7 +263,7 @@ def _child(tool: str, cmd: list[str], budget_s: float) -> dict[str, Any]:
     start = time.time()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=budget_s + 300,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+                              env=child_env(), check=False)
         text = proc.stdout + proc.stderr
     except subprocess.TimeoutExpired as exc:
         text = f"timed out: {exc}"

@@ -60,7 +60,7 @@ for step in "$@"; do
         --out "$OUTDIR/helion_compile.json" --configs 6 --parallel 1,12) 2>&1 | grep -v "^{" | tail -8 ;;
     strategies)  # joint vs sequential vs random with runtime (speedup) objectives, 5 repeats, 2 kernels
       log strategies; (cd benchmarks && timeout ${STRATEGIES_TIMEOUT:-330} python3 bench_strategies.py --evaluator kept \
-        --kernels softmax,layer_norm --objectives "speedup, registers" --repeats 5 --generations 2 --workers 6 \
+        --kernels softmax,layer_norm --objectives "speedup, registers" --repeats ${STRATEGIES_REPEATS:-5} --generations 2 --workers 6 \
         --warmup-ms 5 --rep-ms 25 --bootstrap 10000 --out "$OUTDIR/strategies_h200") 2>&1 | tail -40 ;;
     ray)  # the Ray GPU test, then the Ray backend on every visible GPU vs the local backend on one
       log ray; TESTS_TIMEOUT=150 TEST_TIMEOUT=140 run_tests tests/execution/test_ray_backend.py _ray

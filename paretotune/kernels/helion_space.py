@@ -55,7 +55,26 @@ def _fragment_values(fragment: Any) -> list[Any]:
     choices = getattr(fragment, "choices", None)
     if choices is not None:
         return list(getattr(fragment, "search_choices", None) or choices)
-    return list(fragment.search_values(MAX_VALUES))
+    values = fragment.search_values(MAX_VALUES)
+    return list(values) if values is not None else _sampled_values(fragment)
+
+
+def _sampled_values(fragment: Any) -> list[Any]:
+    """A fragment Helion does not enumerate (a wide integer range, a permutation: ``search_values`` gives None)
+    keeps its default and a seeded sample of Helion's own random draws, at most MAX_VALUES in all."""
+    values = [fragment.default()]
+    state = random.getstate()
+    random.seed(0)  # Helion's fragments draw from the random module: the same sample on every machine
+    try:
+        for _ in range(MAX_VALUES * 4):
+            value = fragment.random()
+            if value not in values:
+                values.append(value)
+            if len(values) >= MAX_VALUES:
+                break
+    finally:
+        random.setstate(state)
+    return values
 
 
 def _capped_product(options: Sequence[list[Any]], seed: int = 0) -> list[tuple[Any, ...]]:

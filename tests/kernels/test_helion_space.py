@@ -206,3 +206,20 @@ def test_pin_for_per_shape_baselines_names_each_shapes_config() -> None:
     assert set(configs) == {"narrow", "wide"}
     assert configs["narrow"].num_warps == 4 and configs["wide"].num_warps == 8
     assert configs["wide"].config["advanced_controls_file"].endswith("cand3_x.acf")
+
+
+def test_fragments_helion_does_not_enumerate_get_a_seeded_sample() -> None:
+    """Helion's search_values gives None for a wide integer range or a permutation (silu_mul_fp8's ConfigSpec
+    has such a fragment; the H200 run of 2026-12-01 failed on it with a TypeError): they keep their default and
+    a seeded sample of Helion's own random draws, the same on every call."""
+    from helion.autotuner.config_fragment import IntegerFragment, PermutationFragment
+
+    from paretotune.kernels.helion_space import MAX_VALUES, _fragment_values
+
+    wide = IntegerFragment(1, 100_000, 7)
+    assert wide.search_values(MAX_VALUES) is None
+    values = _fragment_values(wide)
+    assert values[0] == 7 and 1 < len(values) <= MAX_VALUES and len(set(values)) == len(values)
+    assert all(1 <= v <= 100_000 for v in values) and values == _fragment_values(wide)
+    perm = _fragment_values(PermutationFragment(4))
+    assert perm[0] == [0, 1, 2, 3] and all(sorted(p) == [0, 1, 2, 3] for p in perm)
