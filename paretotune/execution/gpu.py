@@ -18,6 +18,7 @@ from paretotune.campaign.load import Campaign
 from paretotune.execution.arms import input_seed
 from paretotune.execution.base import BuildPool, Built, Feed, Measured
 from paretotune.execution.gpu_worker import GpuJob, serve
+from paretotune.execution.ncu_measure import measure_batch
 from paretotune.execution.pool import adopt_environment, in_background, worker_context
 from paretotune.records import Candidate, TrialRecord
 from paretotune.store.run_dir import RunDir
@@ -173,8 +174,6 @@ class LocalGpuMeasurer:
 
     def ncu(self, records: list[TrialRecord], metrics: list[str]) -> dict[int, dict[str, dict[str, float]]]:
         """One Nsight Compute process for the whole batch."""
-        from paretotune.execution.ncu_measure import measure_batch
-
         return measure_batch(self.campaign, self.run, records, metrics)
 
     def close(self) -> None:

@@ -17,7 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from paretotune.campaign.load import campaign_from_text
 from paretotune.execution.gpu_worker import GpuJob, serve
+from paretotune.execution.ncu_measure import measure_batch
 from paretotune.execution.static_job import WorkerContext
 from paretotune.records import Candidate, TrialRecord
 from paretotune.store.run_dir import RunDir
@@ -122,8 +124,5 @@ class GpuHost:
         return reply
 
     def ncu(self, run_path: str, records: list[TrialRecord], metrics: list[str]) -> dict[int, Any]:
-        from paretotune.campaign.load import campaign_from_text
-        from paretotune.execution.ncu_measure import measure_batch
-
         campaign = campaign_from_text(self.ctx.campaign_text, Path(self.ctx.campaign_path))
         return measure_batch(campaign, RunDir(run_path), records, metrics)
