@@ -5,11 +5,10 @@ objective needs the GPU, which measurer (a local GPU process or Ray GPU actors).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from paretotune.campaign.load import Campaign
-from paretotune.execution.base import Evaluator
+from paretotune.execution.base import BuildPool, Evaluator, Measurer, Session
 from paretotune.execution.evaluators import GpuEvaluator, StaticEvaluator
 from paretotune.execution.gpu import LocalGpuMeasurer
 from paretotune.execution.pool import WorkerPool
@@ -18,7 +17,6 @@ from paretotune.execution.ray.measurer import RayGpuMeasurer, check_device, gpu_
 from paretotune.execution.ray.session import connect_ray, import_ray
 from paretotune.execution.static_job import WorkerContext, init_worker, job_after_baseline
 from paretotune.objectives.base import Objective
-from paretotune.records import Candidate, TrialRecord
 from paretotune.store.run_dir import RunDir
 from paretotune.toolchain.ptxas import Ptxas
 
@@ -35,38 +33,26 @@ def evaluator_for(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Seq
                         compile_timeout_s=ev.compile_timeout_s)
     job = job_after_baseline(run.baseline(), ev)  # a resumed run has its baseline
     timeout_s = ev.compile_timeout_s * len(campaign.shapes) + 30.0
-    if campaign.spec.execution.backend == "ray":
-        return _ray_evaluator(campaign, run, objectives, BuildSpec(job, ctx, timeout_s), measures)
-    pool = WorkerPool(job, init_worker, (ctx,), ev.workers, timeout_s, nice=COMPILE_NICE if measures else 0)
-    if not measures:
-        return StaticEvaluator(campaign, pool)
-    return GpuEvaluator(campaign, run, objectives, pool, LocalGpuMeasurer(campaign, ptxas, run))
-
-
-@dataclass(frozen=True)
-class BuildSpec:
-    """What a build pool runs: the first job, the workers' context, each candidate's deadline."""
-
-    job: Callable[[Candidate], TrialRecord]
-    ctx: WorkerContext
-    timeout_s: float
-
-
-def _ray_evaluator(campaign: Campaign, run: RunDir, objectives: Sequence[Objective], build: BuildSpec,
-                   measures: bool) -> Evaluator:
-    """The same parts on Ray: CPU actors build, one actor per GPU of the cluster measures."""
-    ev, ex = campaign.spec.evaluation, campaign.spec.execution
+    if campaign.spec.execution.backend != "ray":
+        pool = WorkerPool(job, init_worker, (ctx,), ev.workers, timeout_s, nice=COMPILE_NICE if measures else 0)
+        return _compose(campaign, run, objectives, pool, LocalGpuMeasurer(campaign, ptxas, run) if measures else None)
+    # Ray: CPU actors build, one actor per GPU of the cluster measures
     if measures:
         check_device(campaign)
-    session = connect_ray(ex.address, local_cpus=ev.workers, where=str(campaign.path))
+    session = connect_ray(campaign.spec.execution.address, local_cpus=ev.workers, where=str(campaign.path))
     try:
         ray = import_ray()
         n_gpus = gpu_actor_count(ray, campaign) if measures else 0
-        pool = RayBuildPool(ray, build.job, init_worker, build.ctx, ev.workers, build.timeout_s)
-        if not measures:
-            return StaticEvaluator(campaign, pool, session)
-        return GpuEvaluator(campaign, run, objectives, pool, RayGpuMeasurer(ray, campaign, run, pool, n_gpus),
-                            session)
+        ray_pool = RayBuildPool(ray, job, init_worker, ctx, ev.workers, timeout_s)
+        measurer = RayGpuMeasurer(ray, campaign, run, ray_pool, n_gpus) if measures else None
+        return _compose(campaign, run, objectives, ray_pool, measurer, session)
     except BaseException:
         session.close()
         raise
+
+
+def _compose(campaign: Campaign, run: RunDir, objectives: Sequence[Objective], pool: BuildPool,
+             measurer: Measurer | None, session: Session | None = None) -> Evaluator:
+    if measurer is None:
+        return StaticEvaluator(campaign, pool, session)
+    return GpuEvaluator(campaign, run, objectives, pool, measurer, session)
