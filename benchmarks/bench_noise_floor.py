@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -206,5 +205,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+    from paretotune.toolchain.ptxas import set_build_env_defaults
+
+    set_build_env_defaults()
     raise SystemExit(main())

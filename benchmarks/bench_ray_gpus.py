@@ -93,7 +93,6 @@ def child(backend: str, campaign_path: Path, run_dir: Path, out: Path) -> None:
     from paretotune.records import TrialRecord
     from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 
-    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     campaign = load_campaign(campaign_path)
     ptxas = find_ptxas()
     export_for_triton(ptxas)
@@ -103,7 +102,7 @@ def child(backend: str, campaign_path: Path, run_dir: Path, out: Path) -> None:
     if backend == "ray":
         import ray
 
-        from paretotune.execution.ray_backend import connect_ray
+        from paretotune.execution.ray.session import connect_ray
 
         t = time.perf_counter()
         session = connect_ray("local", local_cpus=campaign.spec.evaluation.workers)

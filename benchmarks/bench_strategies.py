@@ -46,12 +46,13 @@ import pandas as pd
 from machine import cpu_model, load_average  # benchmarks/ is sys.path[0] when a script runs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 from paretotune.campaign import loop
 from paretotune.campaign.load import load_campaign
 from paretotune.pareto import hypervolume
 from paretotune.search.progress import hypervolume_progress
-from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
+from paretotune.toolchain.ptxas import export_for_triton, find_ptxas, set_build_env_defaults
+
+set_build_env_defaults()  # before anything imports Triton (the imports above do not)
 
 KERNELS = {
     "softmax": ("paretotune.kernels.bundled.softmax:triton_softmax",
@@ -79,6 +80,8 @@ class InProcessEvaluator:
     """
 
     _ptx: ClassVar[dict[str, dict[Any, Any]]] = {}
+    accepts_feed = False  # one generation at a time
+    measures_on_gpu = False
 
     def __init__(self, campaign: Any, ptxas: Any, run: Any, objectives: Any = None) -> None:
         from paretotune.execution.static_job import _STATE, WorkerContext, init_worker
@@ -110,9 +113,11 @@ class KeptEvaluator:
     """
 
     _kept: ClassVar[dict[str, tuple[Any, Path]]] = {}
+    accepts_feed = False  # one generation at a time
+    measures_on_gpu = True  # the evaluator it keeps measures on a GPU
 
     def __init__(self, campaign: Any, ptxas: Any, run: Any, objectives: Any) -> None:
-        from paretotune.execution.evaluators import evaluator_for
+        from paretotune.execution.select import evaluator_for
 
         key = kernel_key(campaign)
         if key not in self._kept:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -97,8 +96,7 @@ def run(campaign: str | Path | Mapping[str, Any], *, out: str | Path | None = No
         loaded = loaded.with_seed(seed)
     ptxas = find_ptxas()
     check_toolchain(loaded, ptxas)
-    export_for_triton(ptxas)
-    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+    export_for_triton(ptxas)  # with the build environment's defaults (TRITON_DEFAULT_FP_FUSION)
     folder = Path(out) if out is not None else Path("runs") / f"{loaded.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     with main_not_reimported(), (contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext()):
         start_and_execute(loaded, folder, ptxas, quiet=quiet)  # checks (GPU included) before the folder exists

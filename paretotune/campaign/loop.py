@@ -44,10 +44,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from paretotune.campaign.load import Campaign, check_acf_files, make_adapter, make_objectives
 from paretotune.errors import UserError
+from paretotune.execution.base import Evaluator
 from paretotune.kernels.base import baseline_config
 from paretotune.objectives.base import Objective
 from paretotune.pareto.attribution import TWIN_OF
@@ -58,14 +59,6 @@ from paretotune.store.checkpoint import Checkpointer
 from paretotune.store.run_dir import ObjectiveColumn, RunDir
 from paretotune.toolchain.acf import AcfStore
 from paretotune.toolchain.ptxas import Ptxas
-
-
-class Evaluator(Protocol):
-    """Builds and measures candidates. An evaluator may also offer ``stream(candidates)``, an iterator of
-    records as each finishes; the loop prefers it, so a crash loses no finished evaluation."""
-
-    def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]: ...
-    def close(self) -> None: ...
 
 
 @dataclass
@@ -123,17 +116,17 @@ def make_engine(campaign: Campaign, adapter: Any, n_objectives: int) -> SearchEn
 
 
 def make_evaluator(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Sequence[Objective]) -> Evaluator:
-    from paretotune.execution.evaluators import evaluator_for
+    from paretotune.execution.select import evaluator_for
 
     return evaluator_for(campaign, ptxas, run, objectives)
 
 
-def steady_schedule(campaign: Campaign, engine: SearchEngine, evaluator: Any) -> bool:
+def steady_schedule(campaign: Campaign, engine: SearchEngine, evaluator: Evaluator) -> bool:
     """Whether the loop keeps candidates in flight across generations (see the module docstring)."""
     from paretotune.search.base import is_asynchronous
 
     return (not campaign.spec.search.barrier and is_asynchronous(engine)
-            and bool(getattr(evaluator, "accepts_feed", False)))
+            and evaluator.accepts_feed)
 
 
 def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
@@ -159,15 +152,11 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
         if on_record:
             on_record(rec)
 
-    def evaluate(candidates: Sequence[Candidate]) -> Iterable[TrialRecord]:
-        stream = getattr(evaluator, "stream", None)
-        return stream(candidates) if stream is not None else evaluator.evaluate(candidates)
-
     last_engine_save = [-math.inf]  # monotonic time of the last engine save
 
     def spaced() -> bool:
         """Whether engine saves are spaced out: the evaluator measures on a GPU, which waits while we save."""
-        return bool(getattr(evaluator, "measures_on_gpu", False))
+        return evaluator.measures_on_gpu
 
     def commit(pending: Iterable[Candidate], final: bool = False) -> None:
         assert engine is not None
@@ -206,7 +195,7 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
         todo = [c for c in batch.candidates if c.candidate_id not in records]
         if todo:
             by_id = {c.candidate_id: c for c in todo}
-            for rec in evaluate(todo):
+            for rec in evaluator.stream(todo):
                 if rec.candidate_id in records or rec.candidate_id not in by_id:
                     raise RuntimeError(f"evaluator returned an unexpected record for candidate {rec.candidate_id}")
                 twin_of = by_id[rec.candidate_id].twin_of
@@ -236,7 +225,8 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
 
     def steady() -> None:  # noqa: C901 - the schedule reads best in one piece
         """Keep up to ``in_flight`` candidates in flight; tell each record as it comes, ask when room opens."""
-        from paretotune.execution.pool import Feed, in_background
+        from paretotune.execution.base import Feed
+        from paretotune.execution.pool import in_background
 
         assert engine is not None
         window = spec.search.in_flight or spec.search.pool_size
@@ -278,7 +268,7 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
             feed.put([c for c in in_flight.candidates if c.candidate_id not in in_flight.stored])
         refill()
         # the evaluator drains in its own thread: the GPU measures the next candidate while this one is told
-        records = in_background(evaluate(feed))  # type: ignore[arg-type]
+        records = in_background(evaluator.stream(feed))
         try:
             for rec in records:
                 if rec.candidate_id not in pending:
@@ -300,7 +290,7 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
         if state.next_id == 0:  # the default-compiler baseline is always evaluated first and kept
             baseline = Candidate(candidate_id=0, generation=0, config=baseline_config(adapter, campaign.shapes), acf=None,
                                  is_baseline=True)
-            for rec in evaluate([baseline]):
+            for rec in evaluator.stream([baseline]):
                 keep(rec)
             state.next_id = 1
             if written[-1].status != "ok":

@@ -27,6 +27,11 @@ from paretotune.records import Shape
 TIMING_SEED = 12345  # search's timing buffers (each candidate's correctness inputs come from its own seed)
 
 
+def input_seed(campaign_seed: int, candidate_id: int) -> int:
+    """Each candidate gets its own fresh random inputs, reproducible from the campaign seed."""
+    return campaign_seed * 100003 + candidate_id
+
+
 def sync(device: str) -> None:
     """Wait for the device's queued kernels (nothing to wait for on the CPU)."""
     if device.startswith("cuda"):

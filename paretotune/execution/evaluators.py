@@ -1,53 +1,138 @@
-"""Pick the evaluator a campaign needs: static (CPU, ptxas only) or GPU (runtime, ncu)."""
+"""The two evaluators, each composed of parts (:mod:`.base`): static (a build pool only) and GPU (a build pool,
+then a measurer). Which pool and which measurer, local or Ray, is picked in :mod:`.select`; the flow of
+records below is the same for all of them.
+"""
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import Any
 
 from paretotune.campaign.load import Campaign
-from paretotune.execution.pool import Feed, WorkerPool
-from paretotune.execution.static_job import WorkerContext, init_worker, job_after_baseline
-from paretotune.objectives.base import Objective
+from paretotune.execution.base import BuildPool, Built, Feed, Measurer, Session
+from paretotune.execution.static_job import job_after_baseline
+from paretotune.objectives.base import Objective, ShapeMeasurement
 from paretotune.records import Candidate, TrialRecord
 from paretotune.store.run_dir import RunDir
-from paretotune.toolchain.ptxas import Ptxas
 
 
 class StaticEvaluator:
-    """Builds each candidate with ptxas in a CPU worker pool and reads the static objectives."""
+    """Builds each candidate with ptxas in the build pool and reads the static objectives."""
 
-    def __init__(self, campaign: Campaign, ptxas: Ptxas, run: RunDir) -> None:
+    measures_on_gpu = False
+
+    def __init__(self, campaign: Campaign, pool: BuildPool, session: Session | None = None) -> None:
         self.evaluation = campaign.spec.evaluation
-        ctx = WorkerContext(campaign_path=str(campaign.path), campaign_text=campaign.text,
-                            ptxas_path=str(ptxas.path), ptxas_version=ptxas.version, acf_dir=str(run.path / "acf"),
-                            compile_timeout_s=self.evaluation.compile_timeout_s)
-        timeout = self.evaluation.compile_timeout_s * len(campaign.shapes) + 30.0
-        job = job_after_baseline(run.baseline(), self.evaluation)  # a resumed run has its baseline
-        self.pool = WorkerPool(job, init_worker, (ctx,), self.evaluation.workers, timeout)
+        self.pool, self.session = pool, session
+
+    @property
+    def accepts_feed(self) -> bool:
+        """Whatever the pool takes: the loop keeps candidates in flight across generations where it can."""
+        return self.pool.accepts_feed
 
     def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
         return list(self.stream(candidates))
 
-    accepts_feed = True  # stream() takes a Feed: the loop keeps candidates in flight across generations
-
     def stream(self, candidates: Sequence[Candidate] | Feed) -> Iterator[TrialRecord]:
         """Records as each candidate finishes, so the loop stores each one at once (a crash loses none)."""
         for rec in self.pool.run(candidates):
-            if rec.is_baseline:
+            if rec.is_baseline:  # search candidates' ptxas limit follows the baseline's ptxas time
                 self.pool.job = job_after_baseline(rec, self.evaluation)
             yield rec
 
     def close(self) -> None:
-        self.pool.close()
+        try:
+            self.pool.close()
+        finally:
+            if self.session is not None:
+                self.session.close()
 
 
-def evaluator_for(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Sequence[Objective]):
-    if campaign.spec.execution.backend == "ray":
-        from paretotune.execution.ray_backend import ray_evaluator
+class GpuEvaluator:
+    """Evaluator for campaigns with runtime and/or ncu objectives (static ones are measured too): the pool
+    builds (ptxas stats, and the Triton cache the measurer's builds hit) while the measurer measures."""
 
-        return ray_evaluator(campaign, ptxas, run, objectives)
-    stages = {o.stage for o in objectives}
-    if stages <= {"static"}:
-        return StaticEvaluator(campaign, ptxas, run)
-    from paretotune.execution.gpu import GpuEvaluator
+    measures_on_gpu = True  # the loop spaces out costly engine checkpoints so the GPU is not left waiting
 
-    return GpuEvaluator(campaign, ptxas, run, objectives)
+    def __init__(self, campaign: Campaign, run: RunDir, objectives: Sequence[Objective], pool: BuildPool,
+                 measurer: Measurer, session: Session | None = None) -> None:
+        self.campaign, self.run, self.objectives = campaign, run, list(objectives)
+        self.pool, self.measurer, self.session = pool, measurer, session
+
+    def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
+        return list(self.stream(candidates))
+
+    @property
+    def accepts_feed(self) -> bool:
+        """A :class:`Feed` for :meth:`stream` (candidates in flight across generations) where the pool takes one,
+        unless ncu objectives hold every record back until the batch's ncu run."""
+        return self.pool.accepts_feed and not any(o.required_ncu_metrics for o in self.objectives)
+
+    def stream(self, candidates: Sequence[Candidate] | Feed) -> Iterator[TrialRecord]:
+        """Yield each record as soon as it is final, so the loop stores it at once (a kill loses nothing).
+
+        A failed build is final at once; an ok one goes to the measurer. Without ncu objectives a candidate is
+        final after its measurement; with them, after the batch's ncu run, so measured ones are held back.
+        """
+        needs_ncu = any(o.required_ncu_metrics for o in self.objectives)
+        measured: list[tuple[TrialRecord, dict[str, Any]]] = []
+        for event in self.measurer.events(self.pool, candidates):
+            if isinstance(event, Built):
+                rec = event.record
+                if rec.is_baseline:  # search candidates' ptxas limit follows the baseline's ptxas time
+                    self.pool.job = job_after_baseline(rec, self.campaign.spec.evaluation)
+                self.pool.start()  # the other CPU workers import and warm up while the GPU measures (once)
+                if rec.status != "ok":
+                    yield rec
+                else:
+                    self.measurer.submit(rec)
+                continue
+            rec = event.record
+            if event.status != "ok":
+                yield replace(rec, status="failed", error=event.payload)
+            elif needs_ncu:
+                measured.append((rec, event.payload))
+            else:
+                yield self._finish(rec, event.payload, {})
+        ncu = self._ncu([r for r, _ in measured])
+        for rec, per_shape in measured:
+            yield self._finish(rec, per_shape, ncu.get(rec.candidate_id, {}))
+
+    def _ncu(self, records: list[TrialRecord]) -> dict[int, dict[str, dict[str, float]]]:
+        """{candidate_id: {shape: {metric: value}}}; a candidate left out is recorded as failed by ``_finish``."""
+        metrics = sorted({m for o in self.objectives for m in o.required_ncu_metrics})
+        if not metrics or not records:
+            return {}
+        return self.measurer.ncu(records, metrics)
+
+    def _finish(self, rec: TrialRecord, per_shape: dict[str, Any], ncu: dict[str, dict[str, float]]) -> TrialRecord:
+        values = dict(rec.values)
+        extra = dict(rec.extra)
+        stages = Counter(rec.stages)
+        try:
+            for shape in self.campaign.shapes:
+                r = per_shape[shape.label]
+                m = ShapeMeasurement(shape=shape.label, target=self.campaign.target, build=None,
+                                     runtime_ms=r["runtime_ms"], runtime_samples_ms=tuple(r["samples_ms"]),
+                                     baseline_runtime_ms=r["baseline_ms"], ncu=ncu.get(shape.label, {}))
+                extra.setdefault(shape.label, {}).update(
+                    runtime_ms=r["runtime_ms"], baseline_ms=r["baseline_ms"],
+                    ratio_to_baseline=r["runtime_ms"] / r["baseline_ms"], baseline_age_s=r["baseline_age_s"],
+                    n_samples=r["n_samples"], timing=r.get("timing"), ncu=ncu.get(shape.label, {}))
+                stages["gpu_build_s"] += r["build_s"]
+                stages["gpu_time_s"] += r["time_s"]
+                for obj in self.objectives:
+                    if obj.stage != "static":
+                        values[obj.column(shape.label, self.campaign.multi_shape)] = obj.value(m)
+        except (KeyError, ValueError) as exc:
+            return replace(rec, status="failed", error=f"measurement incomplete: {exc}", values=values, extra=extra)
+        return replace(rec, values=values, extra=extra, stages=dict(stages))
+
+    def close(self) -> None:
+        try:
+            self.pool.close()
+            self.measurer.close()
+        finally:
+            if self.session is not None:
+                self.session.close()

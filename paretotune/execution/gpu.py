@@ -1,41 +1,36 @@
-"""GPU evaluation: CPU workers build (ptxas stats, warm Triton's cache) while one GPU process measures.
+"""The local backend's GPU stage: one GPU process measures while the CPU build pool compiles.
 
-Flow per batch: every candidate goes to the CPU pool (static objectives, and the ACF compile that fills the
-Triton cache); as each comes back ok it is sent to the GPU worker for correctness + timing; ncu objectives
-are measured last, in one Nsight Compute process for the whole batch. The GPU worker is restarted after a
-CUDA error, a crash or a timeout; the failure is stored and the campaign goes on.
+As each candidate comes back ok from the build pool (static objectives, and the ACF compile that fills the
+Triton cache) it is sent to the GPU worker for correctness + timing; ncu objectives are measured last, in one
+Nsight Compute process for the whole batch. The GPU worker is restarted after a CUDA error, a crash or a
+timeout; the failure is stored and the campaign goes on.
 """
 from __future__ import annotations
 
 import os
 import time
-from collections import Counter
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
 from paretotune.campaign.load import Campaign
+from paretotune.execution.arms import input_seed
+from paretotune.execution.base import BuildPool, Built, Feed, Measured
 from paretotune.execution.gpu_worker import GpuJob, serve
-from paretotune.execution.pool import Feed, WorkerPool, adopt_environment, in_background, worker_context
-from paretotune.execution.static_job import WorkerContext, init_worker, job_after_baseline
-from paretotune.objectives.base import Objective, ShapeMeasurement
+from paretotune.execution.ncu_measure import measure_batch
+from paretotune.execution.pool import adopt_environment, in_background, worker_context
 from paretotune.records import Candidate, TrialRecord
 from paretotune.store.run_dir import RunDir
 from paretotune.toolchain.ptxas import Ptxas
 
 READY_TIMEOUT_S = 180.0
-COMPILE_NICE = 5  # CPU workers compile at a lower priority than the GPU worker and its starting spares
 
 
 def _serve_in(environ: dict[str, str], conn: Any, *args: Any) -> None:
     """:func:`serve` with the campaign process's environment."""
     adopt_environment(environ)
     serve(conn, *args)
-
-
-def input_seed(campaign_seed: int, candidate_id: int) -> int:
-    """Each candidate gets its own fresh random inputs, reproducible from the campaign seed."""
-    return campaign_seed * 100003 + candidate_id
 
 
 class GpuWorker:
@@ -146,95 +141,40 @@ class GpuWorker:
         return "ok", payload
 
 
-class GpuEvaluator:
-    """Evaluator for campaigns with runtime and/or ncu objectives (static ones are measured too)."""
+class LocalGpuMeasurer:
+    """The measurer of the local backend: one GPU process (:class:`GpuWorker`) measures each built candidate
+    as it comes, while the build pool, drained in a thread, keeps the CPU workers compiling."""
 
-    def __init__(self, campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Sequence[Objective]) -> None:
-        self.campaign, self.run, self.objectives = campaign, run, list(objectives)
+    def __init__(self, campaign: Campaign, ptxas: Ptxas, run: RunDir) -> None:
+        self.campaign, self.run = campaign, run
         ev = campaign.spec.evaluation
-        ctx = WorkerContext(campaign_path=str(campaign.path), campaign_text=campaign.text,
-                            ptxas_path=str(ptxas.path), ptxas_version=ptxas.version, acf_dir=str(run.path / "acf"),
-                            precompile=True, compile_timeout_s=ev.compile_timeout_s)
-        self.pool = WorkerPool(job_after_baseline(run.baseline(), ev), init_worker, (ctx,), ev.workers,
-                               ev.compile_timeout_s * len(campaign.shapes) + 30.0, nice=COMPILE_NICE)
         self.gpu = GpuWorker(campaign, ptxas, ev.measure_timeout_s, ev.gpu_spares)
+        self._todo: deque[TrialRecord] = deque()
 
-    def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
-        return list(self.stream(candidates))
-
-    measures_on_gpu = True  # the loop spaces out costly engine checkpoints so this GPU is not left waiting
-
-    @property
-    def accepts_feed(self) -> bool:
-        """A :class:`Feed` for :meth:`stream` (candidates in flight across generations), unless ncu objectives
-        hold every record back until the batch's one ncu process."""
-        return not any(o.required_ncu_metrics for o in self.objectives)
-
-    def stream(self, candidates: Sequence[Candidate] | Feed) -> Iterator[TrialRecord]:
-        """Yield each record as soon as it is final, so the loop stores it at once (a kill loses nothing).
-
-        Without ncu objectives a candidate is final after its GPU measurement; with them, after the batch's
-        one ncu process, so measured candidates are held back until then.
-        """
-        needs_ncu = any(o.required_ncu_metrics for o in self.objectives)
-        measured: list[tuple[TrialRecord, dict[str, Any]]] = []
+    def events(self, pool: BuildPool, candidates: Sequence[Candidate] | Feed) -> Iterator[Built | Measured]:
         self.gpu.prestart()  # the GPU worker imports while the first compile runs
         # The pool runs in a thread: CPU workers keep compiling while this thread waits on the GPU measurement.
-        for rec in in_background(self.pool.run(candidates)):
-            if rec.is_baseline:  # search candidates' ptxas limit follows the baseline's ptxas time
-                self.pool.job = job_after_baseline(rec, self.campaign.spec.evaluation)
-            self.pool.start()  # the other CPU workers import and warm up while the GPU measures (once)
-            if rec.status != "ok":
-                yield rec
-                continue
-            acf = str(self.run.acf_path(rec.acf)) if rec.acf else None  # the record carries its candidate
-            start = time.perf_counter()
-            status, payload = self.gpu.run(GpuJob(rec.candidate_id, rec.config, acf, input_seed(
-                self.campaign.spec.seed, rec.candidate_id)), len(self.campaign.shapes))
-            elapsed = time.perf_counter() - start
-            if self.gpu.last_start_s:
-                rec = replace(rec, stages={**rec.stages, "gpu_start_s": self.gpu.last_start_s})
-            if status != "ok":
-                yield replace(rec, status="failed", error=payload, measure_s=elapsed)
-            elif needs_ncu:
-                measured.append((replace(rec, measure_s=elapsed), payload))
-            else:
-                yield self._finish(replace(rec, measure_s=elapsed), payload, {})
-        ncu = self._ncu([r for r, _ in measured])
-        for rec, per_shape in measured:
-            yield self._finish(rec, per_shape, ncu.get(rec.candidate_id, {}))
+        for rec in in_background(pool.run(candidates)):
+            yield Built(rec)
+            while self._todo:  # what the evaluator submitted for this build: measured before the next build
+                yield self._measure(self._todo.popleft())
 
-    def _ncu(self, records: list[TrialRecord]) -> dict[int, dict[str, dict[str, float]]]:
-        metrics = sorted({m for o in self.objectives for m in o.required_ncu_metrics})
-        if not metrics or not records:
-            return {}
-        from paretotune.execution.ncu_batch import measure_batch
+    def submit(self, record: TrialRecord) -> None:
+        self._todo.append(record)
 
+    def _measure(self, rec: TrialRecord) -> Measured:
+        acf = str(self.run.acf_path(rec.acf)) if rec.acf else None  # the record carries its candidate
+        start = time.perf_counter()
+        status, payload = self.gpu.run(GpuJob(rec.candidate_id, rec.config, acf, input_seed(
+            self.campaign.spec.seed, rec.candidate_id)), len(self.campaign.shapes))
+        elapsed = time.perf_counter() - start
+        if self.gpu.last_start_s:
+            rec = replace(rec, stages={**rec.stages, "gpu_start_s": self.gpu.last_start_s})
+        return Measured(replace(rec, measure_s=elapsed), status, payload)
+
+    def ncu(self, records: list[TrialRecord], metrics: list[str]) -> dict[int, dict[str, dict[str, float]]]:
+        """One Nsight Compute process for the whole batch."""
         return measure_batch(self.campaign, self.run, records, metrics)
 
-    def _finish(self, rec: TrialRecord, per_shape: dict[str, Any], ncu: dict[str, dict[str, float]]) -> TrialRecord:
-        values = dict(rec.values)
-        extra = dict(rec.extra)
-        stages = Counter(rec.stages)
-        try:
-            for shape in self.campaign.shapes:
-                r = per_shape[shape.label]
-                m = ShapeMeasurement(shape=shape.label, target=self.campaign.target, build=None,
-                                     runtime_ms=r["runtime_ms"], runtime_samples_ms=tuple(r["samples_ms"]),
-                                     baseline_runtime_ms=r["baseline_ms"], ncu=ncu.get(shape.label, {}))
-                extra.setdefault(shape.label, {}).update(
-                    runtime_ms=r["runtime_ms"], baseline_ms=r["baseline_ms"],
-                    ratio_to_baseline=r["runtime_ms"] / r["baseline_ms"], baseline_age_s=r["baseline_age_s"],
-                    n_samples=r["n_samples"], timing=r.get("timing"), ncu=ncu.get(shape.label, {}))
-                stages["gpu_build_s"] += r["build_s"]
-                stages["gpu_time_s"] += r["time_s"]
-                for obj in self.objectives:
-                    if obj.stage != "static":
-                        values[obj.column(shape.label, self.campaign.multi_shape)] = obj.value(m)
-        except (KeyError, ValueError) as exc:
-            return replace(rec, status="failed", error=f"measurement incomplete: {exc}", values=values, extra=extra)
-        return replace(rec, values=values, extra=extra, stages=dict(stages))
-
     def close(self) -> None:
-        self.pool.close()
         self.gpu.stop()

@@ -33,6 +33,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
+from paretotune.execution.base import Feed, failed_record
 from paretotune.records import Candidate, TrialRecord
 
 STARTUP_GRACE_S = 90.0  # a fresh worker imports torch and Triton before its first task
@@ -64,40 +65,10 @@ def worker_context() -> multiprocessing.context.BaseContext:
     return ctx
 
 
-class Feed:
-    """Candidates that arrive while :meth:`WorkerPool.run` is running: the campaign loop puts each batch the
-    engine proposes, and closes the feed when it proposes no more. A worker that frees up takes the next one at
-    once, so a slow compile (a ptxas near its limit) holds only its own worker, never the ones after it."""
-
-    def __init__(self, candidates: Sequence[Candidate] = ()) -> None:
-        self._items: list[Candidate] = list(candidates)
-        self._closed = False
-        self._cond = threading.Condition()
-
-    def put(self, candidates: Sequence[Candidate]) -> None:
-        with self._cond:
-            if self._closed:
-                raise RuntimeError("the feed is closed")
-            self._items.extend(candidates)
-            self._cond.notify_all()
-
-    def close(self) -> None:
-        """No more candidates: :meth:`WorkerPool.run` ends once those already put are done."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-
-    def take(self, n: int, wait_s: float) -> tuple[list[Candidate], bool]:
-        """Up to ``n`` candidates, waiting up to ``wait_s`` for the first; and whether more may come."""
-        with self._cond:
-            if not self._items and not self._closed and wait_s > 0:
-                self._cond.wait(wait_s)
-            out, self._items = self._items[:n], self._items[n:]
-            return out, bool(self._items) or not self._closed
-
-
 class WorkerPool:
     """Evaluate candidates with ``job(candidate) -> TrialRecord`` in ``workers`` worker processes."""
+
+    accepts_feed = True  # run() takes a Feed: candidates put while it runs are taken as workers free up
 
     def __init__(self, job: Callable[[Candidate], TrialRecord], initializer: Callable[..., None],
                  initargs: tuple[Any, ...], workers: int, timeout_s: float, nice: int = 0) -> None:
@@ -196,16 +167,16 @@ class WorkerPool:
                 except BrokenProcessPool:
                     broken.append(cand)
                 except Exception as exc:  # noqa: BLE001 - e.g. an unpicklable result
-                    yield _failed(cand, f"worker error: {type(exc).__name__}: {exc}")
+                    yield failed_record(cand, f"worker error: {type(exc).__name__}: {exc}")
             now = time.monotonic()
             late = [f for f, (_, d) in inflight.items() if d <= now]
             if late or broken:
                 for fut in late:
                     cand, _ = inflight.pop(fut)
-                    yield _failed(cand, f"timed out after {self.timeout_s:.0f} s")
+                    yield failed_record(cand, f"timed out after {self.timeout_s:.0f} s")
                 if broken:
                     if solo:
-                        yield _failed(broken[0], "worker process crashed (killed by a signal or out of memory)")
+                        yield failed_record(broken[0], "worker process crashed (killed by a signal or out of memory)")
                     else:
                         alone += broken + [c for c, _ in inflight.values()]
                 else:
@@ -290,7 +261,3 @@ def _start_worker(environ: dict[str, str], nice: int, initializer: Callable[...,
     threading.Thread(target=_watch_parent, name="parent-watch", daemon=True).start()
     initializer(*initargs)
 
-
-def _failed(candidate: Candidate, error: str) -> TrialRecord:
-    return TrialRecord(candidate_id=candidate.candidate_id, generation=candidate.generation, config=candidate.config,
-                       acf=candidate.acf, is_baseline=candidate.is_baseline, status="failed", error=error)

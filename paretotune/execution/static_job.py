@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from paretotune.errors import CandidateFailure
+from paretotune.execution.base import failed_record
 from paretotune.records import Candidate, TrialRecord
 
 
@@ -190,11 +191,11 @@ def evaluate_static(candidate: Candidate, ptxas_timeout_s: float | None = None) 
                     continue
                 values[obj.column(shape.label, campaign.multi_shape)] = obj.value(m)
     except CandidateFailure as exc:
-        return _failed(candidate, str(exc), start)
+        return failed_record(candidate, str(exc), time.perf_counter() - start)
     except Exception as exc:  # noqa: BLE001 - a candidate's failure is data
         tb = traceback.extract_tb(exc.__traceback__)
         where = f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else ""
-        return _failed(candidate, _describe(exc, where), start)
+        return failed_record(candidate, _describe(exc, where), time.perf_counter() - start)
     return TrialRecord(candidate_id=candidate.candidate_id, generation=candidate.generation, config=candidate.config,
                        acf=candidate.acf, is_baseline=candidate.is_baseline, status="ok", values=values,
                        compile_s=time.perf_counter() - start, extra=extra, stages=dict(stages))
@@ -211,8 +212,3 @@ def _describe(exc: Exception, where: str) -> str:
             return f"{first.strip('`')}: {said[-1].strip()}"
     return f"{type(exc).__name__}: {first}{where}"
 
-
-def _failed(candidate: Candidate, error: str, start: float) -> TrialRecord:
-    return TrialRecord(candidate_id=candidate.candidate_id, generation=candidate.generation, config=candidate.config,
-                       acf=candidate.acf, is_baseline=candidate.is_baseline, status="failed", error=error,
-                       compile_s=time.perf_counter() - start)

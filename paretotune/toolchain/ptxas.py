@@ -98,6 +98,12 @@ def export_for_triton(ptxas: Ptxas) -> None:
     validation worker, the CLI); must run before ``import triton`` (Triton reads the ptxas paths once)."""
     os.environ["TRITON_PTXAS_PATH"] = str(ptxas.path)
     os.environ["TRITON_PTXAS_BLACKWELL_PATH"] = str(ptxas.path)
+    set_build_env_defaults()
+
+
+def set_build_env_defaults() -> None:
+    """:data:`BUILD_ENV_DEFAULTS` where the caller left them unset; for a process that imports Triton without
+    building through our ptxas (test sessions, benchmark scripts). :func:`export_for_triton` includes it."""
     for name, value in BUILD_ENV_DEFAULTS.items():
         os.environ.setdefault(name, value)
 

@@ -54,6 +54,8 @@ class FakeEvaluator:
     """Deterministic values from the candidate's (config, ACF); about one candidate in seven fails."""
 
     evaluations: ClassVar[Counter[int]] = Counter()  # candidate id -> times evaluated, over a whole test
+    accepts_feed = False  # one generation at a time (FeedFakeEvaluator takes a Feed)
+    measures_on_gpu = False
 
     def __init__(self, columns: Sequence[str]) -> None:
         self.columns = list(columns)
@@ -86,14 +88,14 @@ class FakeEvaluator:
 
 
 class FeedFakeEvaluator(FakeEvaluator):
-    """The fake evaluator taking a :class:`~paretotune.execution.pool.Feed`, as the real ones do: the loop
+    """The fake evaluator taking a :class:`~paretotune.execution.base.Feed`, as the real ones do: the loop
     then keeps candidates in flight across generations (the steady schedule). Takes up to three at a time
     and returns them out of order, like a pool of three workers."""
 
     accepts_feed = True
 
     def stream(self, candidates: Any) -> Iterator[TrialRecord]:
-        from paretotune.execution.pool import Feed
+        from paretotune.execution.base import Feed
 
         if not isinstance(candidates, Feed):
             yield from super().stream(candidates)

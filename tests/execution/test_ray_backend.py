@@ -25,8 +25,10 @@ import paretotune.execution.pool as local_pool
 from paretotune.campaign.load import load_campaign, make_objectives
 from paretotune.campaign.loop import run_campaign, start_run
 from paretotune.errors import UserError
-from paretotune.execution.evaluators import evaluator_for
-from paretotune.execution.ray_backend import RaySession, RayStaticEvaluator, connect_ray
+from paretotune.execution.evaluators import GpuEvaluator, StaticEvaluator
+from paretotune.execution.ray.build_pool import RayBuildPool
+from paretotune.execution.ray.session import RaySession, connect_ray
+from paretotune.execution.select import evaluator_for
 from paretotune.pareto import rank_fronts
 from paretotune.records import Candidate, TrialRecord
 from paretotune.search.base import Proposal
@@ -166,7 +168,8 @@ def test_static_worker_crash_and_hang_are_failed_records(ray_session: RaySession
     campaign = load_campaign(_fault_campaign(tmp_path, "[registers, spill_bytes]"))
     run = start_run(campaign, tmp_path / "run", ptxas, 0)
     ev = evaluator_for(campaign, ptxas, run, make_objectives(campaign))
-    assert isinstance(ev, RayStaticEvaluator)
+    assert isinstance(ev, StaticEvaluator) and isinstance(ev.pool, RayBuildPool)
+    assert not ev.accepts_feed  # the Ray pool takes whole batches: the loop runs one generation at a time
     ev.pool.timeout_s = 6.0  # the campaign's formula gives 35 s; a hang needs only to pass its deadline
     try:
         recs = {r.candidate_id: r for r in ev.evaluate(_cands([fk.NONE, fk.STATIC_CRASH, fk.STATIC_HANG, fk.NONE]))}
@@ -185,12 +188,13 @@ def test_static_worker_crash_and_hang_are_failed_records(ray_session: RaySession
 @pytest.mark.skipif(HAS_CUDA, reason="drives GPU actors on declared (fake) GPUs; the gpu test covers real ones")
 def test_gpu_actors_spread_and_restart_after_crash_hang_and_cuda_error(ray_session: RaySession, ptxas: Ptxas,
                                                                        tmp_path: Path) -> None:
-    from paretotune.execution.ray_gpu import RayGpuEvaluator
+    from paretotune.execution.ray.measurer import RayGpuMeasurer
 
     campaign = load_campaign(_fault_campaign(tmp_path, "[runtime]"))
     run = start_run(campaign, tmp_path / "run", ptxas, 0)
     ev = evaluator_for(campaign, ptxas, run, make_objectives(campaign))
-    assert isinstance(ev, RayGpuEvaluator) and len(ev.fleet.slots) == 2  # one actor per (declared) GPU
+    assert isinstance(ev, GpuEvaluator) and isinstance(ev.measurer, RayGpuMeasurer)
+    assert len(ev.measurer.fleet.slots) == 2 and not ev.accepts_feed  # one actor per (declared) GPU
     try:
         faults = [fk.NONE, fk.GPU_CRASH, fk.GPU_HANG, fk.GPU_CUDA_ERROR]
         recs: dict[int, TrialRecord] = {r.candidate_id: r for r in ev.evaluate(_cands(faults))}
@@ -202,7 +206,7 @@ def test_gpu_actors_spread_and_restart_after_crash_hang_and_cuda_error(ray_sessi
     assert "CUDA error: an illegal memory access" in recs[3].error, recs[3].error
     # no CUDA here: the launch itself fails, reported by the measurement code (not a crash or a timeout)
     assert "died" not in recs[0].error and "timed out" not in recs[0].error and recs[0].error, recs[0].error
-    assert ev.fleet.restarts >= 3  # crash, hang and CUDA error each replaced their actor
+    assert ev.measurer.fleet.restarts >= 3  # crash, hang and CUDA error each replaced their actor
     workers = [r.extra["ray"] for r in recs.values()]
     assert {w["gpu_worker"] for w in workers} == {0, 1}  # the batch was spread over both GPU actors
     assert all(w["gpu_ids"] for w in workers if w.get("pid"))  # Ray pinned each started actor to a GPU

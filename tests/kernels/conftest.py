@@ -12,8 +12,7 @@ import pytest
 from paretotune.toolchain.ptxas import Ptxas, export_for_triton, find_ptxas
 
 PTXAS = find_ptxas()
-export_for_triton(PTXAS)
-os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # what `paretotune run` sets; silences Triton 3.9
+export_for_triton(PTXAS)  # with TRITON_DEFAULT_FP_FUSION, as `paretotune run` sets it (silences Triton 3.9)
 
 HERE = Path(__file__).resolve().parent
 N_ACFS = 6

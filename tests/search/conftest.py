@@ -75,6 +75,9 @@ def acf_pack(tmp_path: Path, sampled_acfs: list[bytes]) -> Path:
 class InProcessEvaluator:
     """``evaluate_static`` in this process: the worker's code path without the spawned pool."""
 
+    accepts_feed = False  # one generation at a time
+    measures_on_gpu = False
+
     def __init__(self, campaign, ptxas: Ptxas, run: RunDir) -> None:
         from paretotune.execution.static_job import WorkerContext, init_worker
 

@@ -32,8 +32,8 @@ def measure_batch(campaign: Campaign, run: RunDir, records: Sequence[TrialRecord
             items.append(BatchItem(rec.candidate_id, shape.label, params))
     workdir = run.path / "ncu" / f"batch{records[0].candidate_id:05d}"
     workdir.mkdir(parents=True, exist_ok=True)
-    result = run_batch(items, python_child("paretotune.execution.ncu_batch:make_launch"), NcuOptions(metrics=list(metrics)),
-                       workdir=workdir)
+    result = run_batch(items, python_child("paretotune.execution.ncu_measure:make_launch"),
+                       NcuOptions(metrics=list(metrics)), workdir=workdir)
     out: dict[int, dict[str, dict[str, float]]] = {}
     for item in result.items:
         if item.status == "ok":

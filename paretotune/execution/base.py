@@ -1,0 +1,117 @@
+"""What an evaluator is made of, and what its parts share.
+
+An evaluator (:mod:`.evaluators`) is composed, by :func:`paretotune.execution.select.evaluator_for`, of a
+:class:`BuildPool` (the static job on CPU workers: local processes or Ray actors) and, when an objective needs
+the GPU, a :class:`Measurer` (a local GPU process or Ray GPU actors). The protocols live here, apart from
+the implementations, so that no part imports another to know its shape; so do the :class:`Feed` that the
+campaign loop fills while a pool runs and :func:`failed_record`, the one way a candidate becomes a failure.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from paretotune.records import Candidate, TrialRecord
+
+
+def failed_record(candidate: Candidate, error: str, compile_s: float = 0.0) -> TrialRecord:
+    """The record of a candidate that failed before it had values (build error, timeout, crashed worker)."""
+    return TrialRecord(candidate_id=candidate.candidate_id, generation=candidate.generation, config=candidate.config,
+                       acf=candidate.acf, is_baseline=candidate.is_baseline, status="failed", error=error,
+                       compile_s=compile_s)
+
+
+class Feed:
+    """Candidates that arrive while :meth:`.pool.WorkerPool.run` is running: the campaign loop puts each batch the
+    engine proposes, and closes the feed when it proposes no more. A worker that frees up takes the next one at
+    once, so a slow compile (a ptxas near its limit) holds only its own worker, never the ones after it."""
+
+    def __init__(self, candidates: Sequence[Candidate] = ()) -> None:
+        self._items: list[Candidate] = list(candidates)
+        self._closed = False
+        self._cond = threading.Condition()
+
+    def put(self, candidates: Sequence[Candidate]) -> None:
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the feed is closed")
+            self._items.extend(candidates)
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """No more candidates: :meth:`.pool.WorkerPool.run` ends once those already put are done."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def take(self, n: int, wait_s: float) -> tuple[list[Candidate], bool]:
+        """Up to ``n`` candidates, waiting up to ``wait_s`` for the first; and whether more may come."""
+        with self._cond:
+            if not self._items and not self._closed and wait_s > 0:
+                self._cond.wait(wait_s)
+            out, self._items = self._items[:n], self._items[n:]
+            return out, bool(self._items) or not self._closed
+
+
+class Evaluator(Protocol):
+    """Builds and measures candidates. ``stream`` yields each record as soon as it is final, so the loop stores
+    it at once (a crash loses no finished evaluation); ``evaluate`` is ``list(stream(...))``. ``accepts_feed``:
+    ``stream`` also takes a :class:`Feed` (the loop then keeps candidates in flight across generations)."""
+
+    measures_on_gpu: bool  # the loop then spaces out costly engine checkpoints (a waiting GPU costs most)
+
+    @property
+    def accepts_feed(self) -> bool: ...
+    def stream(self, candidates: Sequence[Candidate] | Feed) -> Iterator[TrialRecord]: ...
+    def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]: ...
+    def close(self) -> None: ...
+
+
+class BuildPool(Protocol):
+    """The CPU stage: ``job(candidate)`` (the static job) on each candidate, in worker processes or actors.
+    ``job`` may be replaced between candidates (the ptxas limit follows the baseline)."""
+
+    job: Callable[[Candidate], TrialRecord]
+
+    @property
+    def accepts_feed(self) -> bool: ...
+    def run(self, candidates: Sequence[Candidate] | Feed) -> Iterator[TrialRecord]: ...
+    def start(self) -> None: ...
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Built:
+    """A record the build pool finished; if ok, the evaluator submits it to the measurer."""
+
+    record: TrialRecord
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A measurement that ended: ``status`` "ok" with the per-shape results as ``payload``, or "failed" with
+    the reason. ``record`` carries the measurement's time (and where it ran)."""
+
+    record: TrialRecord
+    status: str
+    payload: Any
+
+
+class Measurer(Protocol):
+    """The GPU stage: measures each built candidate that the evaluator submits, and the ncu metrics last."""
+
+    def events(self, pool: BuildPool, candidates: Sequence[Candidate] | Feed) -> Iterator[Built | Measured]:
+        """Run ``pool`` over ``candidates``; yield each build as it ends and each measurement as it ends."""
+        ...
+
+    def submit(self, record: TrialRecord) -> None: ...
+    def ncu(self, records: list[TrialRecord], metrics: list[str]) -> dict[int, dict[str, dict[str, float]]]: ...
+    def close(self) -> None: ...
+
+
+class Session(Protocol):
+    """What an evaluator closes after its parts (a Ray connection)."""
+
+    def close(self) -> None: ...
