@@ -48,8 +48,8 @@ from machine import cpu_model, load_average  # benchmarks/ is sys.path[0] when a
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from paretotune.campaign import loop
 from paretotune.campaign.load import load_campaign
-from paretotune.pareto import hypervolume
-from paretotune.search.progress import hypervolume_progress
+from paretotune.pareto import hypervolume, hypervolume_progress
+from paretotune.search.progress import hypervolume_progress as write_progress
 from paretotune.toolchain.ptxas import export_for_triton, find_ptxas, set_build_env_defaults
 
 set_build_env_defaults()  # before anything imports Triton (the imports above do not)
@@ -175,7 +175,9 @@ def run_one(kernel: str, strategy: str, repeat: int, seed: int, work: Path, ptxa
     records = loop.run_campaign(campaign, run, ptxas)
     wall = time.perf_counter() - start
     results, directions = run.results(), run.directions()
-    progress = hypervolume_progress(run.path)  # also writes <run>/progress.csv, as a campaign would
+    write_progress(run.path)  # <run>/progress.csv, as a campaign writes it
+    # the anytime curve over every column, as hv_ref* below (progress.csv leaves out columns nothing moved)
+    progress = hypervolume_progress(results, directions)
     row: dict[str, Any] = {"kernel": kernel, "strategy": strategy, "repeat": repeat, "seed": seed,
                            "evaluations": len(records) - 1, "failed": sum(r.status != "ok" for r in records),
                            "distinct_configs": len({json.dumps(r.config, sort_keys=True) for r in records}),

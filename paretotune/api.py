@@ -38,15 +38,15 @@ class Run:
 
     def front(self) -> pd.DataFrame:
         """Front 0 in the command's order, with a ``speedup:<column>`` per runtime-like objective."""
-        from paretotune.commands.front import build_report, front_table
+        from paretotune.front import build_front, front_table
 
-        return front_table(build_report(self.path))
+        return front_table(build_front(self.path))
 
     def front_text(self) -> str:
         """The ``paretotune front`` table, as text."""
-        from paretotune.commands.front import build_report, render_text
+        from paretotune.front import build_front, render_text
 
-        return render_text(build_report(self.path))
+        return render_text(build_front(self.path))
 
     def validate(self, candidates: list[int] | None = None, *, top: int = 6, rounds: int = 30, rep_ms: float = 50.0,
                  warmup_ms: float = 10.0, alpha: float = 0.01, min_effect: float = 0.5) -> pd.DataFrame:

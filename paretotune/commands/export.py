@@ -33,7 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from paretotune.report.data import load_run
+    from paretotune.front import load_run
 
     _, columns, results = load_run(Path(args.run_dir))
     table = export_table(results, {c.column: c.direction for c in columns})

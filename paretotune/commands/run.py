@@ -95,9 +95,9 @@ def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engin
     stored = f" ({before + len(records)} stored in all)" if point is not None else ""
     _write_progress(run)
     if as_json:
-        from paretotune.commands.front import build_report, render_json
+        from paretotune.front import build_front, render_json
 
-        print(render_json(build_report(run.path)))
+        print(render_json(build_front(run.path)))
         return 0
     print(f"\n{len(records)} candidates evaluated ({failed} failed) in {time.perf_counter() - started:.1f} s{stored}")
     timing = (run.meta().get("timing") or [{}])[-1]
@@ -122,9 +122,9 @@ def _write_progress(run: RunDir) -> None:
 
 
 def print_front(run: RunDir) -> None:
-    from paretotune.commands.front import build_report, render_text
+    from paretotune.front import build_front, render_text
 
-    print(render_text(build_report(run.path)))
+    print(render_text(build_front(run.path)))
     print(f"\nrun directory: {run.path}\n  results: {run.path / 'results.jsonl'}\n  ACFs:    {run.path / 'acf'}")
 
 

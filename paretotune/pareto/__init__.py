@@ -10,18 +10,22 @@ from __future__ import annotations
 from paretotune.pareto.choose import asf_pick, knee_pick
 from paretotune.pareto.dominance import Ranking, crowding_distances, pareto_ranks, rank_fronts
 from paretotune.pareto.indicators import (
+    HypervolumeColumns,
     NoBaselineError,
     hypervolume,
+    hypervolume_columns,
     hypervolume_progress,
     normalize_to_baseline,
     ratios,
     require_baseline,
+    run_hypervolume_progress,
 )
 from paretotune.pareto.shapes import group_by_objective, select_all_shapes, shapes_of
 from paretotune.pareto.stats import Thresholds, Verdict, cohens_d, compare, holm, speedup_ci, validate_front, welch_t
 from paretotune.pareto.table import baseline_row, split_usable
 
 __all__ = [
+    "HypervolumeColumns",
     "NoBaselineError",
     "Ranking",
     "Thresholds",
@@ -34,6 +38,7 @@ __all__ = [
     "group_by_objective",
     "holm",
     "hypervolume",
+    "hypervolume_columns",
     "hypervolume_progress",
     "knee_pick",
     "normalize_to_baseline",
@@ -41,6 +46,7 @@ __all__ = [
     "rank_fronts",
     "ratios",
     "require_baseline",
+    "run_hypervolume_progress",
     "select_all_shapes",
     "shapes_of",
     "speedup_ci",

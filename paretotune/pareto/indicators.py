@@ -8,6 +8,7 @@ of objective space won over the default compiler: 0 means nothing beats the base
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import moocore
 import numpy as np
@@ -112,6 +113,44 @@ def hypervolume_progress(
     ids = ordered["candidate_id"].to_numpy() if "candidate_id" in ordered.columns else np.arange(len(ordered))
     return pd.DataFrame({"evaluation": np.arange(1, len(ordered) + 1), "candidate_id": ids,
                          "status": status, "hypervolume": hv})
+
+
+@dataclass(frozen=True)
+class HypervolumeColumns:
+    """The objective columns a run's hypervolume is measured over (see :func:`hypervolume_columns`)."""
+
+    directions: dict[str, Direction]  # measured over
+    left_out: tuple[str, ...]  # the same for every usable candidate while another column varies
+    flat: bool  # no column varies: every usable candidate equals the baseline, so the hypervolume is 0
+
+
+def hypervolume_columns(results: pd.DataFrame, directions: Mapping[str, Direction]) -> HypervolumeColumns:
+    """Leave out of the hypervolume every objective column on which all usable candidates agree.
+
+    Such a column (zero spills everywhere) holds no point strictly better than the baseline, so it would pin
+    the hypervolume to 0 however much the other objectives improved. When no column varies, all are kept: the
+    hypervolume is 0 either way. This is the one rule: ``front``, the report, the service and progress.csv
+    all go through it.
+    """
+    usable, _ = split_usable(results, directions)
+    values = objective_values(usable, directions)
+    varying = [c for c in directions if values[c].nunique() > 1]
+    if not varying:
+        return HypervolumeColumns(directions=dict(directions), left_out=(), flat=True)
+    return HypervolumeColumns(directions={c: directions[c] for c in varying},
+                              left_out=tuple(c for c in directions if c not in varying), flat=False)
+
+
+def run_hypervolume_progress(
+    results: pd.DataFrame, directions: Mapping[str, Direction], *, ref: Sequence[float] | None = None
+) -> pd.DataFrame:
+    """:func:`hypervolume_progress` over :func:`hypervolume_columns`: the curve ``<run>/progress.csv`` stores
+    and the report draws, whose last value is the hypervolume ``front`` prints. ``ref`` has one value per
+    column of ``directions``; a left-out column's value is dropped with it."""
+    kept = hypervolume_columns(results, directions).directions
+    if ref is not None:
+        ref = [r for c, r in zip(directions, ref, strict=True) if c in kept]
+    return hypervolume_progress(results, kept, ref=ref)
 
 
 def require_baseline(results: pd.DataFrame, directions: Mapping[str, Direction]) -> pd.Series:

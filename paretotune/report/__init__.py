@@ -1,5 +1,8 @@
 """Reports people look at: ReportData (pure numbers and tables), then an HTML page and PNG files drawn from it.
 
+``data`` holds the records, ``build`` makes them from a run (its front from :mod:`paretotune.front`),
+``summary`` the campaign summary, ``verdicts`` validation.csv's verdicts.
+
 ``load_report_data(run_dir)`` reads a run; ``render_html(data)`` needs plotly and ``write_pngs(data, dir)``
 needs matplotlib, both imported only when called.
 """
@@ -7,7 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from paretotune.report.data import ReportData, build_report_data, load_report_data, with_verdicts
+from paretotune.report.build import build_report_data, load_report_data
+from paretotune.report.data import ReportData
+from paretotune.report.verdicts import with_verdicts
 
 __all__ = ["ReportData", "build_report_data", "load_report_data", "render_html", "with_verdicts", "write_pngs"]
 

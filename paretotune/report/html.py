@@ -7,15 +7,12 @@ an empty box.
 """
 from __future__ import annotations
 
-import html
-import json
-import math
-from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 import pandas as pd
 
 from paretotune.pareto.convention import is_time, unit_of
+from paretotune.report.cells import acf_cell, config_cell, esc, fmt, html_table, is_nan, note, section, times
 from paretotune.report.data import ReportData
 from paretotune.report.figures import figures
 
@@ -63,13 +60,13 @@ def render_html(data: ReportData) -> str:
         _summary(data),
         _tradeoffs(data, plots),
         _shapes(data, plots) if data.shapes is not None or "shapes" in data.notes else "",
-        _section("objectives", "All objectives", [plots["parallel"]]) if "parallel" in plots else
-        _section("objectives", "All objectives", [_note(data.notes.get(
+        section("objectives", "All objectives", [plots["parallel"]]) if "parallel" in plots else
+        section("objectives", "All objectives", [note(data.notes.get(
             "parallel", "two objective columns or fewer: the scatter plots above show them all"))]),
-        _section("progress", "Search progress", [plots.get("progress") or _note(data.notes.get("progress", ""))]
-                 + ([_note("hypervolume leaves out " + ", ".join(data.progress.ignored)
-                           + ": every candidate equals the baseline there")]
-                    if data.progress is not None and data.progress.ignored else [])),
+        section("progress", "Search progress", [plots.get("progress") or note(data.notes.get("progress", ""))]
+                + ([note("hypervolume leaves out " + ", ".join(data.progress.ignored)
+                         + ": every candidate equals the baseline there")]
+                   if data.progress is not None and data.progress.ignored else [])),
         _front(data),
         _validation(data, plots),
         _failures(data),
@@ -80,12 +77,12 @@ def render_html(data: ReportData) -> str:
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>paretotune report: {_e(s.campaign)}</title>", f"<style>{CSS}</style>",
+        f"<title>paretotune report: {esc(s.campaign)}</title>", f"<style>{CSS}</style>",
         f"<script>{ERROR_HOOK}</script>",
         f'<script type="text/javascript">{get_plotlyjs()}</script>',
         "</head><body>",
-        (f"<header><h1>paretotune report: {_e(s.campaign)}</h1>"
-         f"<p>{_e(s.run_dir)}{' &middot; created ' + _e(s.created) if s.created else ''}</p></header>"),
+        (f"<header><h1>paretotune report: {esc(s.campaign)}</h1>"
+         f"<p>{esc(s.run_dir)}{' &middot; created ' + esc(s.created) if s.created else ''}</p></header>"),
         f"<nav>{nav}</nav>", '<div id="render-errors" hidden></div>',
         "<main>", *[b for b in body if b], "</main></body></html>",
     ])
@@ -96,14 +93,14 @@ def _figure_html(name: str, fig: Any) -> str:
 
     div = pio.to_html(fig, full_html=False, include_plotlyjs=False, include_mathjax=False,
                       config={"displaylogo": False, "responsive": True})
-    return f'<figure class="plot" data-plot="{_e(name)}">{div}</figure>'
+    return f'<figure class="plot" data-plot="{esc(name)}">{div}</figure>'
 
 
 # -- sections -----------------------------------------------------------------------------------------------
 def _summary(data: ReportData) -> str:
     s = data.summary
-    objectives = ", ".join(f"{_e(o)} ({'min' if d == 'min' else 'max'})" for o, d in s.objectives)
-    versions = ", ".join(f"{_e(k)} {_e(v)}" for k, v in s.versions.items()) or "not recorded"
+    objectives = ", ".join(f"{esc(o)} ({'min' if d == 'min' else 'max'})" for o, d in s.objectives)
+    versions = ", ".join(f"{esc(k)} {esc(v)}" for k, v in s.versions.items()) or "not recorded"
     counts = (f"{s.n_evaluated} evaluated (baseline included), {s.n_failed} failed, {s.n_excluded} excluded "
               f"from ranking, {s.n_front} on the Pareto front")
     if s.hypervolume is None:
@@ -111,63 +108,63 @@ def _summary(data: ReportData) -> str:
     else:
         hv = (f"{s.hypervolume:.4g} (baseline-ratio space; 0 = no candidate is at least as good as the baseline on "
               "every objective at once, though one may still win on a single objective: see the front)")
-    items = [("Kernel", f"<code>{_e(s.kernel)}</code>"), ("Shapes", "; ".join(_e(x) for x in s.shapes) or "-"),
-             ("Objectives", objectives), ("Budget", _e(s.budget)), ("Target", _e(s.target)),
-             ("Toolchain", versions), ("Seed", _e("-" if s.seed is None else str(s.seed))),
+    items = [("Kernel", f"<code>{esc(s.kernel)}</code>"), ("Shapes", "; ".join(esc(x) for x in s.shapes) or "-"),
+             ("Objectives", objectives), ("Budget", esc(s.budget)), ("Target", esc(s.target)),
+             ("Toolchain", versions), ("Seed", esc("-" if s.seed is None else str(s.seed))),
              ("Evaluations", counts), ("Hypervolume", hv)]
     if data.baseline is not None:
-        items.append(("Baseline", ", ".join(f"{_e(k)} = {_fmt(v)}" for k, v in data.baseline.items())))
+        items.append(("Baseline", ", ".join(f"{esc(k)} = {fmt(v)}" for k, v in data.baseline.items())))
     dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in items)
     parts = [f'<dl class="summary">{dl}</dl>']
     if "constant" in data.notes:
-        parts.append(_note("Constant objectives: " + data.notes["constant"]))
-    return _section("summary", "Summary", parts)
+        parts.append(note("Constant objectives: " + data.notes["constant"]))
+    return section("summary", "Summary", parts)
 
 
 def _tradeoffs(data: ReportData, plots: dict[str, str]) -> str:
     figs = [html_ for name, html_ in plots.items() if name.startswith("pair:") or name == "values"]
     parts = []
     if figs:
-        parts.append(_note("Each point is one or more candidates with the same values (bigger = more); red points "
-                           "are on Pareto front 0 over all objectives, so a red point can look dominated in one "
-                           "projection. The star is the baseline (default config, no ACF)."
-                           if data.pairs else "One objective: the distribution of every successful candidate."))
+        parts.append(note("Each point is one or more candidates with the same values (bigger = more); red points "
+                          "are on Pareto front 0 over all objectives, so a red point can look dominated in one "
+                          "projection. The star is the baseline (default config, no ACF)."
+                          if data.pairs else "One objective: the distribution of every successful candidate."))
         # auto-fill (not auto-fit) keeps the column width fixed while the figures are added one by one, so
         # plotly sizes each plot for its final cell rather than for the whole row
         parts.append(f'<div class="grid">{"".join(figs)}</div>' if len(figs) > 1 else figs[0])
     if data.pairs_omitted:
-        parts.append(_note(f"{data.pairs_omitted} more pairs not drawn (see the parallel-coordinates plot)."))
+        parts.append(note(f"{data.pairs_omitted} more pairs not drawn (see the parallel-coordinates plot)."))
     if not figs:
-        parts.append(_note(data.notes.get("values") or data.notes.get("pairs", "nothing to plot")))
-    return _section("tradeoffs", "Trade-offs", parts)
+        parts.append(note(data.notes.get("values") or data.notes.get("pairs", "nothing to plot")))
+    return section("tradeoffs", "Trade-offs", parts)
 
 
 def _shapes(data: ReportData, plots: dict[str, str]) -> str:
     if data.shapes is None:
-        return _section("shapes", "Across shapes", [_note(data.notes.get("shapes", ""))])
-    parts = [_note(f"Shown: {data.shapes.selection}."), plots["shapes"]]
+        return section("shapes", "Across shapes", [note(data.notes.get("shapes", ""))])
+    parts = [note(f"Shown: {data.shapes.selection}."), plots["shapes"]]
     table = data.all_shapes
     if table is not None:
         parts.append("<h3>Candidates that beat the baseline on every shape</h3>")
         if table.empty:
-            parts.append(_note("none"))
+            parts.append(note("none"))
         else:
             speed = [c for c in table.columns if str(c).startswith("speedup@")]
             headers = ["rank", "id", "acf", "geomean", "worst", *speed, "config"]
-            rows = [[str(int(r["rank"])), str(int(r["candidate_id"])), _acf(r["acf"]),
-                     _times(r["geomean_speedup"]), f"{_times(r['worst_speedup'])} ({_e(r['worst_shape'])})",
-                     *[_times(r[c]) for c in speed], _config(r["config"])]
+            rows = [[str(int(r["rank"])), str(int(r["candidate_id"])), acf_cell(r["acf"]),
+                     times(r["geomean_speedup"]), f"{times(r['worst_speedup'])} ({esc(r['worst_shape'])})",
+                     *[times(r[c]) for c in speed], config_cell(r["config"])]
                     for _, r in table.head(50).iterrows()]
-            parts.append(_table(headers, rows, text_columns={"acf", "config"}))
+            parts.append(html_table(headers, rows, text_columns={"acf", "config"}))
             if len(table) > 50:
-                parts.append(_note(f"... and {len(table) - 50} more (paretotune export has them all)."))
-    return _section("shapes", "Across shapes", parts)
+                parts.append(note(f"... and {len(table) - 50} more (paretotune export has them all)."))
+    return section("shapes", "Across shapes", parts)
 
 
 def _front(data: ReportData) -> str:
     front = data.front
     if front.empty:
-        return _section("front", "Pareto front", [_note("no candidate evaluated successfully")])
+        return section("front", "Pareto front", [note("no candidate evaluated successfully")])
     headers = ["rank", "id", "gen", "acf"]
     for c in data.columns:
         unit = f" [{unit_of(c)}]" if unit_of(c) else ""
@@ -176,28 +173,28 @@ def _front(data: ReportData) -> str:
     rows, classes = [], []
     for _, r in front.iterrows():
         cells = [str(int(r["rank"])), f"{int(r['candidate_id'])}{' (baseline)' if r['is_baseline'] else ''}",
-                 str(int(r["generation"])), _acf(r["acf"])]
+                 str(int(r["generation"])), acf_cell(r["acf"])]
         for c in data.columns:
             ratio = r[f"{c.column} ratio"]
-            cells += [_fmt(r[c.column]), "-" if _nan(ratio) else f"{float(ratio):.3f}x"]
-        cells += [_fmt(r["crowding"]), _e(r.get("acf share", "")), _config(r["config"])]
+            cells += [fmt(r[c.column]), "-" if is_nan(ratio) else f"{float(ratio):.3f}x"]
+        cells += [fmt(r["crowding"]), esc(r.get("acf share", "")), config_cell(r["config"])]
         rows.append(cells)
         classes.append("baseline" if r["is_baseline"] else "")
-    intro = _note("Front 0 ordered by knee pick (each objective rescaled to [0, 1] over the front, smallest sum "
-                  "first), as 'paretotune front' prints it. Runtimes read as speedup = baseline / candidate "
+    intro = note("Front 0 ordered by knee pick (each objective rescaled to [0, 1] over the front, smallest sum "
+                 "first), as 'paretotune front' prints it. Runtimes read as speedup = baseline / candidate "
                   "(1.15x is 15% faster, > 1 is better); other objectives as value / baseline (0.54x registers, "
                   "1.5x occupancy is 50% more). ACF share: the same config without its ACF over the candidate, "
                   "as a speedup (> 1: the ACF helped). ACF files: <run>/acf/<sha>.acf.")
-    return _section("front", f"Pareto front ({len(front)})",
-                    [intro, _table(headers, rows, text_columns={"acf", "acf share", "config"},
-                           row_classes=classes)])
+    return section("front", f"Pareto front ({len(front)})",
+                   [intro, html_table(headers, rows, text_columns={"acf", "acf share", "config"},
+                                      row_classes=classes)])
 
 
 def _validation(data: ReportData, plots: dict[str, str]) -> str:
     table = data.validation
     if table is None:
-        return _section("validation", "Validation", [_note("not validated yet: run 'paretotune validate RUN_DIR' "
-                                                           "on a GPU to re-measure the front against the baseline")])
+        return section("validation", "Validation", [note("not validated yet: run 'paretotune validate RUN_DIR' "
+                                                         "on a GPU to re-measure the front against the baseline")])
     parts = []
     if (table["verdict"] == "control flagged").any():
         parts.append('<p class="verdict-control-flagged">The control (baseline against itself) differed from the '
@@ -215,17 +212,17 @@ def _validation(data: ReportData, plots: dict[str, str]) -> str:
         for c in columns:
             value = r[c]
             if c == "verdict":
-                cells.append(f'<span class="verdict-{_e(str(value).replace(" ", "-"))}">{_e(value)}</span>')
+                cells.append(f'<span class="verdict-{esc(str(value).replace(" ", "-"))}">{esc(value)}</span>')
             elif c in ("speedup", "ci_low", "ci_high"):
-                cells.append(_times(value))
+                cells.append(times(value))
             elif isinstance(value, str):
-                cells.append(_e(value))
+                cells.append(esc(value))
             else:
-                cells.append(_fmt(value))
+                cells.append(fmt(value))
         rows.append(cells)
     headers = ["reasons" if c == "failed" else c for c in columns]  # why not significant, or the error
-    parts.append(_table(headers, rows, text_columns={"shape", "role", "verdict", "reasons"}))
-    return _section("validation", "Validation", parts)
+    parts.append(html_table(headers, rows, text_columns={"shape", "role", "verdict", "reasons"}))
+    return section("validation", "Validation", parts)
 
 
 def _attribution(table: pd.DataFrame) -> list[str]:
@@ -237,102 +234,31 @@ def _attribution(table: pd.DataFrame) -> list[str]:
         return []
 
     def ratio(r: pd.Series, point: str, low: str, high: str, p: str) -> str:
-        if _nan(r[point]):
+        if is_nan(r[point]):
             return "-"
-        return f"{_times(r[point])} [{_times(r[low])}, {_times(r[high])}] p={_fmt(r[p])}"
+        return f"{times(r[point])} [{times(r[low])}, {times(r[high])}] p={fmt(r[p])}"
 
     rows = []
     for _, r in cands.iterrows():
         share = ratio(r, "acf_speedup", "acf_ci_low", "acf_ci_high", "acf_p_holm")
-        rows.append([_e(r["shape"]), str(int(r["candidate_id"])), ratio(r, "speedup", "ci_low", "ci_high", "p_holm"),
+        rows.append([esc(r["shape"]), str(int(r["candidate_id"])), ratio(r, "speedup", "ci_low", "ci_high", "p_holm"),
                      ratio(r, "config_speedup", "config_ci_low", "config_ci_high", "config_p_holm"),
-                     "-" if _nan(r["twin_id"]) else str(int(r["twin_id"])),
+                     "-" if is_nan(r["twin_id"]) else str(int(r["twin_id"])),
                      share if share != "-" else "no ACF share (no ACF, or no twin measured)"])
-    note = _note("Attribution: total (candidate vs baseline) = config-only (the same config without ACF vs "
+    intro = note("Attribution: total (candidate vs baseline) = config-only (the same config without ACF vs "
                  "baseline) x ACF-only (candidate vs that twin). Speedups, > 1 better; p Holm-adjusted.")
-    return [note, _table(["shape", "id", "total", "config-only", "twin", "ACF-only"], rows,
-                         text_columns={"shape", "total", "config-only", "ACF-only"})]
+    return [intro, html_table(["shape", "id", "total", "config-only", "twin", "ACF-only"], rows,
+                              text_columns={"shape", "total", "config-only", "ACF-only"})]
 
 
 def _failures(data: ReportData) -> str:
     failures = data.failures
     if failures.empty:
-        return _section("failures", "Failures", [_note("none: every evaluation produced usable values")])
+        return section("failures", "Failures", [note("none: every evaluation produced usable values")])
     rows = [[str(int(r["candidate_id"])) + (" (baseline)" if bool(r["is_baseline"]) else ""),
-             str(int(r["generation"])), _e(r["status"]), _e(r["reason"]), _config(r["config"])]
+             str(int(r["generation"])), esc(r["status"]), esc(r["reason"]), config_cell(r["config"])]
             for _, r in failures.iterrows()]
-    return _section("failures", f"Failures ({len(failures)})",
-                    [_note("Failed evaluations and rows with a missing or non-finite objective value are not ranked."),
-                     _table(["id", "gen", "status", "reason", "config"], rows,
-                            text_columns={"status", "reason", "config"})])
-
-
-# -- helpers ------------------------------------------------------------------------------------------------
-def _section(key: str, title: str, parts: Iterable[str]) -> str:
-    return f'<section id="{key}"><h2>{_e(title)}</h2>{"".join(p for p in parts if p)}</section>'
-
-
-def _note(text: str) -> str:
-    return f'<p class="note">{_e(text)}</p>' if text else ""
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, text_columns: Collection[str] = (),
-           row_classes: Sequence[str] | None = None) -> str:
-    """Cells must already be escaped; headers are escaped here."""
-    def cls(h: str) -> str:
-        return ' class="text"' if h in text_columns else ""
-    head = "".join(f"<th{cls(h)}>{_e(h)}</th>" for h in headers)
-    body = []
-    for i, row in enumerate(rows):
-        rc = row_classes[i] if row_classes else ""
-        tds = "".join(f"<td{cls(h)}>{cell}</td>" for h, cell in zip(headers, row, strict=True))
-        body.append(f'<tr class="{rc}">{tds}</tr>' if rc else f"<tr>{tds}</tr>")
-    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _nan(value: Any) -> bool:
-    try:
-        return math.isnan(float(value))
-    except (TypeError, ValueError):
-        return True
-
-
-def _fmt(value: Any) -> str:
-    if value is None or isinstance(value, bool):
-        return _e(value)
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return _e(value)
-    if math.isnan(number):
-        return "-"
-    if math.isinf(number):
-        return "∞" if number > 0 else "-∞"
-    return f"{number:.0f}" if number.is_integer() and abs(number) < 1e15 else f"{number:.4g}"
-
-
-def _times(value: Any) -> str:
-    return "-" if _nan(value) else ("∞" if math.isinf(float(value)) else f"{float(value):.3f}x")
-
-
-def _acf(value: Any) -> str:
-    sha = value if isinstance(value, str) else ""
-    return f'<code title="{_e(sha)}">{_e(sha[:12])}</code>' if sha else "none"
-
-
-def _config(text: Any) -> str:
-    if isinstance(text, str):
-        try:
-            config = json.loads(text)
-        except json.JSONDecodeError:
-            return _e(text)
-    else:
-        config = text
-    if isinstance(config, dict):
-        return _e(" ".join(f"{k}={v}" for k, v in config.items()) or "{}")
-    return "" if config is None or (isinstance(config, float) and math.isnan(config)) else _e(config)
-
+    return section("failures", f"Failures ({len(failures)})",
+                   [note("Failed evaluations and rows with a missing or non-finite objective value are not ranked."),
+                    html_table(["id", "gen", "status", "reason", "config"], rows,
+                               text_columns={"status", "reason", "config"})])

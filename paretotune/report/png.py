@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from paretotune.errors import UserError
-from paretotune.report.data import PairPlot, ReportData, has_speedups
+from paretotune.report.data import PairPlot, ReportData
+from paretotune.report.verdicts import has_speedups
 from paretotune.report.figures import (
     BASELINE_COLOR,
     FRONT_COLOR,

@@ -43,7 +43,7 @@ def config_from_json(line: str) -> ServiceConfig:
 
 
 def answer(request: dict[str, Any], config: ServiceConfig) -> dict[str, Any]:
-    from paretotune.service.validate import Invalid, body_to_yaml, check_campaign
+    from paretotune.service.campaign_check import Invalid, body_to_yaml, check_campaign
 
     try:
         text = body_to_yaml(base64.b64decode(request["body"]), request["content_type"])
@@ -67,7 +67,7 @@ def main(argv: list[str]) -> int:
     except OSError:
         pass
     import paretotune.campaign.load  # noqa: F401
-    import paretotune.service.validate  # noqa: F401
+    import paretotune.service.campaign_check  # noqa: F401
 
     out = sys.stdout
     out.write("ready\n")

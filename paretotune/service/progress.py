@@ -97,11 +97,11 @@ def _progress(run: Path, budget: int) -> dict[str, Any]:
 
 def _front(run: Path) -> dict[str, Any] | None:
     """The ranked front as ``paretotune front --json`` prints it, or None before anything is stored."""
-    from paretotune.commands.front import build_report, render_json
+    from paretotune.front import build_front, render_json
 
     if not (run / META).is_file() or not (run / RESULTS).exists() or (run / RESULTS).stat().st_size == 0:
         return None
-    doc = json.loads(render_json(build_report(run)))
+    doc = json.loads(render_json(build_front(run)))
     doc.pop("run_dir", None)  # a server path: the client knows the campaign by id
     return doc
 

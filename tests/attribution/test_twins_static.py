@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from paretotune.commands.front import build_report, render_json, render_text
+from paretotune.front import build_front, render_json, render_text
 from paretotune.commands.validate import render
 from paretotune.execution.validate_worker import CONTROL_ID
 from paretotune.execution.validation import validate_run
@@ -54,7 +54,7 @@ def test_a_resume_of_the_finished_run_adds_nothing(twin_run: Path, tmp_path: Pat
 
 
 def test_front_shows_the_acf_share(twin_run: Path) -> None:
-    report = build_report(twin_run)
+    report = build_front(twin_run)
     text = render_text(report)
     assert "acf_share" in text
     doc = json.loads(render_json(report))

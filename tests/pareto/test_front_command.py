@@ -10,6 +10,7 @@ import pytest
 
 from paretotune.commands import front
 from paretotune.errors import UserError
+from paretotune.front import build_front
 
 from .conftest import write_run
 
@@ -90,18 +91,18 @@ def test_empty_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_bad_run_dirs(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no such run directory"):
-        front.build_report(tmp_path / "missing")
+        build_front(tmp_path / "missing")
     with pytest.raises(UserError, match="not a paretotune run directory"):
-        front.build_report(tmp_path)
+        build_front(tmp_path)
     (tmp_path / "file").write_text("x")
     with pytest.raises(UserError, match="not a directory"):
-        front.build_report(tmp_path / "file")
+        build_front(tmp_path / "file")
     (tmp_path / "run.json").write_text("{")
     with pytest.raises(UserError, match="not valid JSON"):
-        front.build_report(tmp_path)
+        build_front(tmp_path)
     (tmp_path / "run.json").write_text("{}")
     with pytest.raises(UserError, match="objective_columns"):
-        front.build_report(tmp_path)
+        build_front(tmp_path)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("paretotune.commands.run") is None,

@@ -12,7 +12,8 @@ import pytest
 from paretotune.errors import UserError
 from paretotune.pareto import rank_fronts, select_all_shapes
 from paretotune.report import load_report_data
-from paretotune.report.data import MAX_PAIRS, with_verdicts
+from paretotune.report.build import MAX_PAIRS
+from paretotune.report.verdicts import with_verdicts
 from paretotune.store import RunDir
 
 from .conftest import column, two_shape_run, validation_frame, write_run

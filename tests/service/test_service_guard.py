@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from paretotune.service.app import create_app
 from paretotune.service.config import ServiceConfig, ServiceLimits
-from paretotune.service.validate import check_campaign
+from paretotune.service.campaign_check import check_campaign
 from tests.service.conftest import small_campaign
 
 BASE = "http://127.0.0.1:8765"

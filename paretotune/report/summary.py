@@ -1,0 +1,57 @@
+"""The report's summary block: campaign, kernel, shapes, budget, target and toolchain, from run.json and the
+stored campaign.yaml (read leniently: a report must still render if the campaign schema moved on)."""
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from paretotune.errors import UserError
+from paretotune.report.data import Summary
+from paretotune.store import ObjectiveColumn
+
+
+def summary_of(run_dir: str, meta: dict[str, Any], columns: list[ObjectiveColumn], campaign_text: str,
+               results: pd.DataFrame, excluded: pd.DataFrame, n_front: int, final_hv: float | None) -> Summary:
+    spec = _campaign_spec(campaign_text, run_dir)
+    if spec is not None:
+        kernel = spec.kernel.source
+        shapes = [_shape_text(s.label(), s.params()) for s in spec.shapes]
+        search = spec.search
+        budget = (f"{search.generations} generations x {search.pool_size} candidates = {search.budget} "
+                  f"evaluations plus the baseline ({search.engine} engine, {search.strategy} search)")
+        if search.wall_clock_s:
+            budget += f", stopping after {search.wall_clock_s:g} s"
+    else:
+        kernel, shapes, budget = "unknown (campaign.yaml missing or unreadable)", list(meta.get("shapes", [])), \
+            "unknown"
+    target = str(meta.get("target", "unknown"))
+    for key in ("gpu", "gpu_name", "device"):
+        if meta.get(key):
+            target += f" on {meta[key]}"
+    objectives = list(dict.fromkeys((c.objective, c.direction) for c in columns))
+    n_failed = int((results["status"] != "ok").sum()) if len(results) else 0
+    seed = meta.get("seed")
+    return Summary(run_dir=run_dir, campaign=str(meta.get("campaign", spec.name if spec else "unknown")),
+                   kernel=kernel, shapes=shapes, objectives=objectives, budget=budget, target=target,
+                   versions={str(k): str(v) for k, v in sorted(meta.get("versions", {}).items())},
+                   seed=None if seed is None else int(seed), created=str(meta.get("created", "")),
+                   n_evaluated=len(results), n_failed=n_failed, n_excluded=len(excluded), n_front=n_front,
+                   hypervolume=final_hv)
+
+
+def _campaign_spec(text: str, where: str) -> Any:
+    """The campaign file as CampaignSpec, or None: a report must still render if the schema moved on."""
+    if not text:
+        return None
+    from paretotune.campaign.load import parse_text
+
+    try:
+        return parse_text(text, f"{where}/campaign.yaml")
+    except UserError:
+        return None
+
+
+def _shape_text(label: str, params: dict[str, Any]) -> str:
+    inner = ", ".join(f"{k}={v}" for k, v in params.items())
+    return f"{label} ({inner})" if inner else label
