@@ -38,6 +38,7 @@ from paretotune.execution.pool import _failed as failed_record
 from paretotune.execution.static_job import WorkerContext
 from paretotune.objectives.base import Objective
 from paretotune.records import Candidate, TrialRecord
+from paretotune.store.atomic import atomic_write
 from paretotune.store.run_dir import RunDir
 from paretotune.toolchain.ptxas import Ptxas
 
@@ -307,9 +308,7 @@ def _node_local(ctx: WorkerContext) -> WorkerContext:
 def _ensure_file(path: Path, data: bytes | None) -> None:
     if data is not None and not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        atomic_write(path, data)
 
 
 # -- CPU actors: the static job ----------------------------------------------------------------------------------

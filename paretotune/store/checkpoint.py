@@ -11,7 +11,6 @@ Engine files no ``checkpoint.json`` names are left-overs of a crash and are dele
 from __future__ import annotations
 
 import json
-import os
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any, Protocol
 
 from paretotune.errors import UserError
 from paretotune.records import Candidate
+from paretotune.store.atomic import atomic_write_json
 
 CHECKPOINT = "checkpoint.json"
 ENGINE_PREFIX = "engine-"
@@ -78,14 +78,6 @@ def read_checkpoint(run: Path) -> LoopCheckpoint | None:
         raise UserError(f"{path}: unreadable loop checkpoint ({' '.join(str(exc).split())})") from None
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class Checkpointer:
     """Commits (engine checkpoint, loop state) pairs into a run directory."""
 
@@ -115,13 +107,7 @@ class Checkpointer:
         cp = LoopCheckpoint(seq=seq, next_id=next_id, evaluated=evaluated, generation=generation,
                             elapsed_s=elapsed_s, engine_file=engine_file, engine_pending=engine_pending,
                             pending=pending)
-        tmp = self.run / f".{CHECKPOINT}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(cp.to_json(), fh, sort_keys=True, allow_nan=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.run / CHECKPOINT)
-        _fsync_dir(self.run)
+        atomic_write_json(self.run / CHECKPOINT, cp.to_json(), sort_keys=True, allow_nan=False)
         self.last = cp
         self._collect(engine_file)
         return cp

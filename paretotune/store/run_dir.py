@@ -31,6 +31,7 @@ import pandas as pd
 
 from paretotune.errors import UserError
 from paretotune.records import Direction, TrialRecord
+from paretotune.store.atomic import atomic_write_json
 
 RESULTS = "results.jsonl"
 LOCK = ".lock"
@@ -134,9 +135,7 @@ class RunDir:
                 child.unlink(missing_ok=True)
 
     def write_meta(self, meta: dict[str, Any]) -> None:
-        tmp = self.path / (META + ".tmp")
-        tmp.write_text(json.dumps(meta, indent=2, sort_keys=True, default=str))
-        os.replace(tmp, self.path / META)
+        atomic_write_json(self.path / META, meta, indent=2, sort_keys=True, default=str)
 
     # -- reading --------------------------------------------------------------------------------------------
     def meta(self) -> dict[str, Any]:
