@@ -4,8 +4,8 @@ Resume needs two things to agree after a crash: the search engine's own checkpoi
 may hold proposals as *pending*) and the loop's bookkeeping (next candidate id, generation, the in-flight
 candidates with the ids they were given). No file system writes two files atomically, so every engine
 checkpoint gets a fresh name (``engine-<seq>.ckpt``, plus any sidecars the engine writes next to it) and
-``checkpoint.json`` names the current one. ``checkpoint.json`` is replaced atomically (temporary file,
-fsync, rename, fsync of the folder), so a crash leaves the previous pair or the new pair, never a mix.
+``checkpoint.json`` names the current one. ``checkpoint.json`` is replaced atomically
+(:func:`paretotune.store.atomic.atomic_write`), so a crash leaves the previous pair or the new pair, never a mix.
 Engine files no ``checkpoint.json`` names are left-overs of a crash and are deleted by the next commit.
 """
 from __future__ import annotations
