@@ -36,6 +36,7 @@ from paretotune.execution.evaluators import StaticEvaluator
 from paretotune.execution.pool import STARTUP_GRACE_S, WorkerPool
 from paretotune.execution.pool import _failed as failed_record
 from paretotune.execution.static_job import WorkerContext
+from paretotune.extras import require
 from paretotune.objectives.base import Objective
 from paretotune.records import Candidate, TrialRecord
 from paretotune.store.atomic import atomic_write
@@ -46,12 +47,7 @@ GPU_STARTUP_S = 180.0  # a GPU actor imports torch/Triton and builds the campaig
 
 
 def import_ray(where: str = "campaign") -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise UserError(f"{where}: execution.backend: 'ray' needs the ray package (pip install 'ray>=2.9'), "
-                        "or use backend: local") from None
-    return ray
+    return require("ray", "ray", f"{where}: execution.backend: 'ray'", instead="use backend: local")
 
 
 # -- connecting -----------------------------------------------------------------------------------------------
