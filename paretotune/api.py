@@ -32,7 +32,7 @@ class Run:
     @property
     def results(self) -> pd.DataFrame:
         """One row per evaluated candidate, as stored (``results.jsonl``)."""
-        from paretotune.store.run_dir import read_results
+        from paretotune.store.results import read_results
 
         return read_results(self.path)
 

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from paretotune.errors import UserError
+from paretotune.extras import missing
 
 FORMATS = ("csv", "parquet", "json")
 FIRST = ["candidate_id", "generation", "is_baseline", "status", "front", "crowding"]
@@ -104,7 +105,7 @@ def write_parquet(table: pd.DataFrame, path: Path) -> None:
     try:
         table.to_parquet(path, index=False)
     except ImportError:
-        raise UserError("--format parquet needs pyarrow: pip install pyarrow (or use --format csv)") from None
+        raise missing("pyarrow", "parquet", "--format parquet", instead="use --format csv") from None
 
 
 def _text(table: pd.DataFrame, fmt: str) -> str:

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from paretotune.errors import UserError
+from paretotune.extras import require
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -58,10 +59,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from paretotune.service.config import DEFAULT_IMPORT_ROOTS, ServiceConfig, ServiceLimits
 
-    try:
-        import uvicorn
-    except ImportError:
-        raise UserError("'paretotune serve' needs fastapi and uvicorn (pip install fastapi uvicorn)") from None
+    require("fastapi", "service", "'paretotune serve'")
+    uvicorn = require("uvicorn", "service", "'paretotune serve'")
     limits = ServiceLimits(**{name: getattr(args, name) for name in vars(ServiceLimits())})
     config = ServiceConfig(workdir=args.workdir.absolute(), host=args.host, port=args.port,
                            token=args.token or None, import_roots=tuple(args.import_roots or DEFAULT_IMPORT_ROOTS),

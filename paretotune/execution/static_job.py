@@ -23,6 +23,7 @@ from typing import Any
 from paretotune.errors import CandidateFailure
 from paretotune.execution.base import failed_record
 from paretotune.records import Candidate, TrialRecord
+from paretotune.store.atomic import atomic_write
 
 
 @dataclass(frozen=True)
@@ -56,10 +57,7 @@ def ptxas_with_timeout(real: Path, timeout_s: float, folder: Path) -> Path:
             f'exec {limit}\n')
     wrapper = folder / f"ptxas-{hashlib.sha256(text.encode()).hexdigest()[:16]}"  # shared by workers, made once
     if not wrapper.exists():
-        tmp = folder / f".{wrapper.name}.{os.getpid()}"
-        tmp.write_text(text)
-        tmp.chmod(0o755)
-        os.replace(tmp, wrapper)
+        atomic_write(wrapper, text, mode=0o755)
     return wrapper
 
 

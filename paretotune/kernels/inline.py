@@ -23,6 +23,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from paretotune.store.atomic import atomic_write
+
 ENV = "PARETOTUNE_INLINE_DIR"
 MODULE = __name__
 _OBJECTS: dict[str, Any] = {}
@@ -42,9 +44,7 @@ def register(obj: Any, name: str = "kernel") -> str:
             os.environ[ENV] = folder
         path = Path(folder) / f"{key}.pkl"
         if not path.exists():
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(blob)
-            os.replace(tmp, path)
+            atomic_write(path, blob)
         _OBJECTS[key] = obj
     return f"{MODULE}:{key}"
 

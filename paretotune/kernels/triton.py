@@ -1,7 +1,6 @@
 """Triton kernels: a user-facing spec (:class:`TritonKernel`) and its adapter.
 
-Ahead-of-time compiles reproduce what ``JITFunction.run`` would build: the arguments go through the JIT's own
-binder, so pointer alignment and ``== 1`` specializations match (without them register counts differ).
+Ahead-of-time compiles reproduce what ``JITFunction.run`` would build (:mod:`paretotune.kernels.triton_jit`).
 """
 from __future__ import annotations
 
@@ -15,27 +14,10 @@ from typing import Any
 
 from paretotune.errors import CandidateFailure, UserError
 from paretotune.kernels.base import Inputs, KernelPTX, Prepared, check_shape_keys
+from paretotune.kernels.triton_jit import LAUNCH_RULES, compile_like_jit, config_dict, listed, ptx_of
+from paretotune.kernels.triton_jit import split_config, unwrap
 from paretotune.records import Shape
 from paretotune.toolchain.arch import TargetArch
-
-LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
-
-
-def _int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _pow2(v: Any, most: int) -> bool:
-    return _int(v) and 1 <= v <= most and v & (v - 1) == 0
-
-
-# launch option -> (accepts a value, what it must be)
-LAUNCH_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "num_warps": (lambda v: _pow2(v, 32), "a power of two from 1 to 32"),
-    "num_stages": (lambda v: _int(v) and 1 <= v <= 16, "an integer from 1 to 16"),
-    "num_ctas": (lambda v: _pow2(v, 16), "a power of two from 1 to 16"),
-    "maxnreg": (lambda v: _int(v) and 16 <= v <= 255, "an integer from 16 to 255, or null"),
-}
 
 
 @dataclass(frozen=True)
@@ -58,7 +40,7 @@ class TritonKernel:
     - ``space``: knob -> values (a product), or an explicit list of configs (dicts or ``triton.Config``s);
       ``constraint(config) -> bool`` keeps only the configs it accepts. ``default`` is the baseline config, or
       a function of the shape's sizes returning it (a launcher that picks warps from the row width).
-    Config keys in :data:`LAUNCH_OPTIONS` become launch options, the rest kernel parameters.
+    Config keys in :data:`~.triton_jit.LAUNCH_OPTIONS` become launch options, the rest kernel parameters.
     """
 
     fn: Any
@@ -78,89 +60,11 @@ class TritonKernel:
 MAX_CONSTRAINED_PRODUCT = 100_000  # a constrained product space is listed in full: keep it enumerable
 
 
-@dataclass(frozen=True)
-class _Unwrapped:
-    """The JIT function under Triton's decorators, and what the decorators add."""
-
-    jit: Any
-    autotuner: Any = None
-    heuristics: tuple[Any, ...] = ()  # outermost first
-
-
-def unwrap(fn: Any) -> _Unwrapped:
-    """Peel ``@triton.autotune`` and ``@triton.heuristics`` off a kernel; the JITFunction is what compiles."""
-    from triton.runtime.autotuner import Autotuner, Heuristics
-    from triton.runtime.jit import JITFunction
-
-    autotuner, heuristics, inner = None, [], fn
-    while not isinstance(inner, JITFunction):
-        if isinstance(inner, Autotuner) and autotuner is None:
-            autotuner = inner
-        elif isinstance(inner, Heuristics):
-            heuristics.append(inner)
-        else:
-            raise TypeError(f"{type(inner).__name__} is not a @triton.jit, @triton.autotune or @triton.heuristics "
-                            "kernel")
-        inner = inner.fn
-    return _Unwrapped(inner, autotuner, tuple(heuristics))
-
-
-def config_dict(config: Any) -> dict[str, Any]:
-    """A ``triton.Config`` (or a dict) as one flat config: its kwargs plus the launch options it sets."""
-    if isinstance(config, Mapping):
-        return dict(config)
-    out = dict(config.kwargs)
-    out["num_warps"], out["num_stages"] = config.num_warps, config.num_stages
-    if getattr(config, "num_ctas", 1) != 1:
-        out["num_ctas"] = config.num_ctas
-    if getattr(config, "maxnreg", None) is not None:
-        out["maxnreg"] = config.maxnreg
-    return out
-
-
 def _arity(fn: Callable[..., Any]) -> int:
     try:
         return len(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
         return -1
-
-
-def _split_config(config: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    launch = {k: v for k, v in config.items() if k in LAUNCH_OPTIONS}
-    return launch, {k: v for k, v in config.items() if k not in LAUNCH_OPTIONS}
-
-
-def jit_defaults() -> dict[str, Any]:
-    """The option kwargs ``JITFunction.run`` adds itself (they differ between Triton releases)."""
-    from triton import knobs
-
-    extra: dict[str, Any] = {"debug": bool(knobs.runtime.debug)}
-    for name in ("instrumentation_mode", "fpsan_homomorphic_casts"):
-        if hasattr(knobs.compilation, name):
-            extra[name] = getattr(knobs.compilation, name)
-    return extra
-
-
-def compile_like_jit(jit_fn: Any, args: list[Any], options: dict[str, Any], target: TargetArch) -> Any:
-    """``triton.compile`` for ``target`` with the JIT's specialization of ``args``; no GPU is touched."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource, make_backend
-    from triton.runtime.jit import create_function_from_signature
-
-    gpu_target = GPUTarget("cuda", target.capability, target.warp_size)
-    backend = make_backend(gpu_target)
-    binder = create_function_from_signature(jit_fn.signature, jit_fn.params, backend)
-    kwargs = {**jit_defaults(), "debug": bool(getattr(jit_fn, "debug", False)) or jit_defaults()["debug"], **options}
-    bound, spec, opts = binder(*args, **kwargs)
-    opts, sig, constexprs, attrs = jit_fn._pack_args(backend, kwargs, bound, spec, opts)
-    return triton.compile(ASTSource(jit_fn, sig, constexprs, attrs), target=gpu_target, options=opts.__dict__)
-
-
-def ptx_of(compiled: Any, num_warps: int) -> KernelPTX:
-    meta = compiled.metadata
-    return KernelPTX(ptx=compiled.asm["ptx"], kernel_name=compiled.name, num_warps=num_warps,
-                     dynamic_shared=int(meta.shared), enable_fp_fusion=bool(getattr(meta, "enable_fp_fusion", True)))
 
 
 class TritonAdapter:
@@ -248,7 +152,7 @@ class TritonAdapter:
     def named_args(self, inputs: dict[str, Any], shape: Shape, config: Mapping[str, Any]) -> dict[str, Any]:
         """Every kernel parameter by name (see :class:`TritonKernel` for where values come from)."""
         params = [p.name for p in self.parts.jit.params]
-        _, kernel_config = _split_config(config)
+        _, kernel_config = split_config(config)
         named = {k: shape.params[k] for k in params if k in shape.params}  # by name: sizes never iterated
         named.update({k: v for k, v in inputs.items() if k in params})
         named.update(kernel_config)
@@ -329,11 +233,11 @@ class TritonAdapter:
             return
         from triton import Config
 
-        launch, kernel_config = _split_config(config)
+        launch, kernel_config = split_config(config)
         mine = Config(dict(kernel_config), **launch)
         nargs = {k: v for k, v in named.items() if k not in kernel_config}
-        kept = prune(list(tuner.configs) + ([] if _listed(mine, tuner.configs) else [mine]), nargs)
-        if not _listed(mine, kept):
+        kept = prune(list(tuner.configs) + ([] if listed(mine, tuner.configs) else [mine]), nargs)
+        if not listed(mine, kept):
             raise CandidateFailure("the kernel's prune_configs_by early_config_prune drops this config for this shape")
 
     def compile_ptx(self, config: Mapping[str, Any], shape: Shape, target: TargetArch) -> KernelPTX:
@@ -341,7 +245,7 @@ class TritonAdapter:
 
     def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, inputs: Inputs) -> Prepared:
         config = self._resolve(config, shape)
-        launch, _ = _split_config(config)
+        launch, _ = split_config(config)
         if acf is not None:
             launch["ptx_options"] = f"--apply-controls {acf}"
         named = self.named_args(inputs, shape, config)
@@ -373,7 +277,7 @@ class TritonAdapter:
         Returns the PTX too: an ACF acts only in ptxas, so it is the PTX :meth:`compile_ptx` would give.
         """
         config = self._resolve(config, shape)
-        launch, _ = _split_config(config)
+        launch, _ = split_config(config)
         if acf is not None:
             launch["ptx_options"] = f"--apply-controls {acf}"
         inputs = self.make_inputs(shape, "meta", 0)
@@ -382,10 +286,6 @@ class TritonAdapter:
         args = [named[p.name] for p in self.parts.jit.params]
         compiled = compile_like_jit(self.parts.jit, args, launch, target)
         return ptx_of(compiled, int(launch.get("num_warps", 4)))
-
-
-def _listed(config: Any, configs: Sequence[Any]) -> bool:
-    return any(config_dict(c) == config_dict(config) for c in configs)
 
 
 @contextlib.contextmanager

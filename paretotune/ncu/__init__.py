@@ -27,9 +27,10 @@ from paretotune.ncu.errors import (
     NcuSetupError,
     diagnose,
 )
+from paretotune.ncu.locate import Ncu, find_ncu
 from paretotune.ncu.names import parse_range_name, range_name
 from paretotune.ncu.parse import LaunchRow, NvtxRange, parse_csv, read_report, to_dataframe
-from paretotune.ncu.run import BatchPolicy, Ncu, find_ncu, run_batch
+from paretotune.ncu.run import BatchPolicy, run_batch
 
 __all__ = [
     "ALIASES", "CATALOG", "BatchItem", "BatchPolicy", "BatchResult", "ChildCommand", "ChildRequest", "Diagnosis",

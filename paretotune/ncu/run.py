@@ -15,10 +15,7 @@ everything else comes back as data in :class:`~paretotune.ncu.batch.BatchResult`
 """
 from __future__ import annotations
 
-import glob
 import os
-import re
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -38,28 +35,13 @@ from paretotune.ncu.batch import (
 )
 from paretotune.ncu.catalog import query_metrics, validate_metrics
 from paretotune.ncu.command import NcuOptions, build_command, import_command
-from paretotune.ncu.errors import (
-    Diagnosis,
-    NcuMetricError,
-    NcuNotFoundError,
-    diagnose,
-    missing_ranges_message,
-    raise_if_fatal,
-)
+from paretotune.ncu.errors import Diagnosis, NcuMetricError, diagnose, missing_ranges_message, raise_if_fatal
+from paretotune.ncu.locate import Ncu, find_ncu
 from paretotune.ncu.names import DEFAULT_DOMAIN_LABEL
 from paretotune.ncu.parse import LaunchRow, is_error_cell, parse_csv, read_report
 from paretotune.ncu.protocol import parse_markers
 
-ENV_NCU = "PARETOTUNE_NCU"
-_FALLBACK_PATHS = ("/usr/local/cuda/bin/ncu",)
-_VERSION = re.compile(r"Version (\d[\w.]*)")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory holding paretotune/
-
-
-@dataclass(frozen=True)
-class Ncu:
-    path: Path
-    version: str  # "2025.3.1.0", or "unknown"
 
 
 @dataclass(frozen=True)
@@ -74,32 +56,6 @@ class BatchPolicy:
 
     def timeout_for(self, n_items: int) -> float:
         return self.timeout_base_s + self.timeout_per_item_s * n_items
-
-
-def ncu_version(path: Path) -> str:
-    try:
-        out = subprocess.run([str(path), "--version"], check=False, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise NcuNotFoundError(f"{path}: cannot run ncu ({exc})") from None
-    match = _VERSION.search(out.stdout + out.stderr)
-    return match.group(1) if match else "unknown"
-
-
-def find_ncu() -> Ncu:
-    """Locate ncu: ``$PARETOTUNE_NCU``, then ``PATH``, ``/usr/local/cuda/bin/ncu``, ``/opt/nvidia/nsight-compute``."""
-    override = os.environ.get(ENV_NCU)
-    if override:
-        path = Path(override)
-        if not (path.is_file() and os.access(path, os.X_OK)):
-            raise NcuNotFoundError(f"${ENV_NCU}={override}: no such executable")
-        return Ncu(path, ncu_version(path))
-    opt = sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"))
-    for candidate in (shutil.which("ncu"), *_FALLBACK_PATHS, *opt[-1:]):
-        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return Ncu(Path(candidate), ncu_version(Path(candidate)))
-    raise NcuNotFoundError("Nsight Compute (ncu) not found on PATH, in /usr/local/cuda/bin or "
-                           "/opt/nvidia/nsight-compute; install it (CUDA toolkit) or set "
-                           f"{ENV_NCU}=/path/to/ncu")
 
 
 @dataclass

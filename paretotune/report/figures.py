@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from paretotune.errors import UserError
+from paretotune.extras import require
 from paretotune.report.data import PairPlot, ReportData
 from paretotune.report.verdicts import has_speedups
 
@@ -28,11 +29,7 @@ HEIGHT = 420
 
 def go() -> Any:
     """plotly.graph_objects, or a UserError that says how to install it."""
-    try:
-        from plotly import graph_objects
-    except ImportError:
-        raise UserError("the HTML report needs plotly: pip install plotly") from None
-    return graph_objects
+    return require("plotly.graph_objects", "report", "the HTML report")
 
 
 def figures(data: ReportData) -> list[tuple[str, Any]]:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from paretotune.extras import require
 from paretotune.pareto.convention import is_time, unit_of
 from paretotune.report.cells import acf_cell, config_cell, esc, fmt, html_table, is_nan, note, section, times
 from paretotune.report.data import ReportData
@@ -53,8 +54,7 @@ SECTIONS = [("summary", "Summary"), ("tradeoffs", "Trade-offs"), ("shapes", "Acr
 
 def render_html(data: ReportData) -> str:
     """The whole page as one string."""
-    from plotly.offline import get_plotlyjs
-
+    get_plotlyjs = require("plotly.offline", "report", "the HTML report").get_plotlyjs
     plots = {name: _figure_html(name, fig) for name, fig in figures(data)}
     body = [
         _summary(data),

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from paretotune.errors import UserError
+from paretotune.extras import require
 from paretotune.report.data import PairPlot, ReportData
 from paretotune.report.verdicts import has_speedups
 from paretotune.report.figures import (
@@ -55,11 +55,7 @@ def write_pngs(data: ReportData, out_dir: Path) -> list[Path]:
 
 
 def _figure_class() -> Any:
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise UserError("PNG plots need matplotlib: pip install matplotlib (or pass --no-png)") from None
-    return Figure
+    return require("matplotlib.figure", "report", "PNG output", instead="pass --no-png").Figure
 
 
 def _pairs(new_figure: Any, pairs: list[PairPlot]) -> Any:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from paretotune.search.base import Proposal, SearchEngine, is_asynchronous
 from paretotune.search.space import point_key
+from paretotune.store.atomic import atomic_write_json
 
 Score = tuple[float, ...] | None
 
@@ -120,12 +120,7 @@ class Deduplicated:
         state = {"cache": {k: None if v is None else list(v) for k, v in self.cache.items()},
                  "keys": self._keys, "known": {k: None if v is None else list(v) for k, v in self._known.items()},
                  "twins": self._twins}
-        tmp = f"{path}.dedupe.json.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(state, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, f"{path}.dedupe.json")
+        atomic_write_json(f"{path}.dedupe.json", state)
         return True
 
     def restore(self, path: str) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from paretotune.errors import UserError
 from paretotune.search.base import Proposal
 from paretotune.search.space import SearchSpace
+from paretotune.store.atomic import atomic_write_json
 
 
 class GridEngine:
@@ -44,9 +45,7 @@ class GridEngine:
 
     def save(self, path: str) -> bool:
         """The position in the fixed order (proposals handed out before it stay pending under their ids)."""
-        tmp = Path(f"{path}.tmp")
-        tmp.write_text(json.dumps({"engine": "grid", "position": self._position}))
-        tmp.replace(path)
+        atomic_write_json(path, {"engine": "grid", "position": self._position})
         return True
 
     def restore(self, path: str) -> None:

@@ -13,7 +13,6 @@ the failures still take their place in the population bookkeeping. A generated A
 """
 from __future__ import annotations
 
-import os
 import pickle
 from numbers import Real
 from typing import Any
@@ -24,6 +23,7 @@ from paretotune.errors import UserError
 from paretotune.search.base import Proposal
 from paretotune.search.compileiq_engine import ACF_KNOB
 from paretotune.search.space import SearchSpace
+from paretotune.store.atomic import atomic_write
 
 PENALTY = 1e30  # objective value given to a failed candidate (finite: crowding distance needs finite F)
 
@@ -115,12 +115,7 @@ class NSGA2Engine:
         """Pickle the pymoo algorithm (population, random state, generation) between generations."""
         if self._pending is not None:
             return False  # pymoo cannot hold an asked population across a pickle: checkpoint after tell only
-        tmp = f"{path}.tmp"
-        with open(tmp, "wb") as fh:
-            pickle.dump({"algorithm": self._algorithm, "count": self._count}, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        atomic_write(path, pickle.dumps({"algorithm": self._algorithm, "count": self._count}))
         return True
 
     def restore(self, path: str) -> None:

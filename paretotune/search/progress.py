@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from paretotune.store.atomic import atomic_write
 from paretotune.store.run_dir import RunDir
 
 PROGRESS = "progress.csv"
@@ -39,7 +40,5 @@ def hypervolume_progress(run_dir: Path | str, *, ref: Sequence[float] | None = N
         if column in by_id.columns:
             frame.insert(2, column, by_id.loc[frame["candidate_id"], column].to_numpy())
     if write:
-        tmp = run.path / (PROGRESS + ".tmp")
-        frame.to_csv(tmp, index=False)
-        tmp.replace(run.path / PROGRESS)
+        atomic_write(run.path / PROGRESS, frame.to_csv(index=False))
     return frame

@@ -8,13 +8,13 @@ repeated points free, which turns this into sampling without replacement on smal
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import numpy as np
 
 from paretotune.search.base import Proposal
 from paretotune.search.space import SearchSpace
+from paretotune.store.atomic import atomic_write_json
 
 
 class RandomEngine:
@@ -58,12 +58,7 @@ class RandomEngine:
 
     def save(self, path: str) -> bool:
         """The generator state and the id counter (the unseeded ACF sampler has no state worth keeping)."""
-        tmp = f"{path}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"count": self._count, "rng": self._rng.bit_generator.state}, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        atomic_write_json(path, {"count": self._count, "rng": self._rng.bit_generator.state})
         return True
 
     def restore(self, path: str) -> None:

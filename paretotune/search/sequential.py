@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from paretotune.search.base import Proposal, SearchEngine
+from paretotune.store.atomic import atomic_write_json
 
 Score = tuple[float, ...] | None
 
@@ -91,9 +92,7 @@ class SequentialEngine:
             return False
         state = {"phase": self.phase, "winner": self.winner, "handed": self._handed, "configs": self._configs,
                  "first_config": self._first_config, "results": [[c, list(s)] for c, s in self._results]}
-        tmp = Path(f"{path}.phase.json.tmp")
-        tmp.write_text(json.dumps(state))
-        tmp.replace(f"{path}.phase.json")
+        atomic_write_json(f"{path}.phase.json", state)
         return True
 
     def restore(self, path: str) -> None:

@@ -14,7 +14,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from paretotune.store.run_dir import META, RESULTS, read_results
+from paretotune.store.results import RESULTS, read_results
+from paretotune.store.run_dir import META
 
 ARTIFACT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$")
 

@@ -6,7 +6,6 @@ in its old state or its new one, never a torn file. Queue order is ``seq``, give
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
 import threading
@@ -14,6 +13,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from paretotune.store.atomic import atomic_write_json
 
 Status = Literal["queued", "running", "done", "failed", "cancelled"]
 FINAL: frozenset[str] = frozenset({"done", "failed", "cancelled"})
@@ -88,12 +89,7 @@ class CampaignStore:
 
     def _write(self, state: CampaignState) -> None:
         folder = self.root / state.id
-        tmp = folder / "state.json.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(state.to_json(), fh, indent=2)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, folder / "state.json")
+        atomic_write_json(folder / "state.json", state.to_json(), indent=2)
         self._cache[state.id] = state
 
     @staticmethod

@@ -4,14 +4,13 @@ Resume needs two things to agree after a crash: the search engine's own checkpoi
 may hold proposals as *pending*) and the loop's bookkeeping (next candidate id, generation, the in-flight
 candidates with the ids they were given). No file system writes two files atomically, so every engine
 checkpoint gets a fresh name (``engine-<seq>.ckpt``, plus any sidecars the engine writes next to it) and
-``checkpoint.json`` names the current one. ``checkpoint.json`` is replaced atomically (temporary file,
-fsync, rename, fsync of the folder), so a crash leaves the previous pair or the new pair, never a mix.
+``checkpoint.json`` names the current one. ``checkpoint.json`` is replaced atomically
+(:func:`paretotune.store.atomic.atomic_write`), so a crash leaves the previous pair or the new pair, never a mix.
 Engine files no ``checkpoint.json`` names are left-overs of a crash and are deleted by the next commit.
 """
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -20,6 +19,7 @@ from typing import Any, Protocol
 
 from paretotune.errors import UserError
 from paretotune.records import Candidate
+from paretotune.store.atomic import atomic_write_json
 
 CHECKPOINT = "checkpoint.json"
 ENGINE_PREFIX = "engine-"
@@ -79,14 +79,6 @@ def read_checkpoint(run: Path) -> LoopCheckpoint | None:
         raise UserError(f"{path}: unreadable loop checkpoint ({' '.join(str(exc).split())})") from None
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class Checkpointer:
     """Commits (engine checkpoint, loop state) pairs into a run directory."""
 
@@ -123,13 +115,7 @@ class Checkpointer:
         cp = LoopCheckpoint(seq=seq, next_id=next_id, evaluated=evaluated, generation=generation,
                             elapsed_s=elapsed_s, engine_file=engine_file, engine_pending=engine_pending,
                             pending=pending)
-        tmp = self.run / f".{CHECKPOINT}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(cp.to_json(), fh, sort_keys=True, allow_nan=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.run / CHECKPOINT)
-        _fsync_dir(self.run)
+        atomic_write_json(self.run / CHECKPOINT, cp.to_json(), sort_keys=True, allow_nan=False)
         self.last = cp
         self._collect(engine_file)
         return cp

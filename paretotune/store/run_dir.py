@@ -21,7 +21,6 @@ import contextlib
 import fcntl
 import json
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +30,10 @@ import pandas as pd
 
 from paretotune.errors import UserError
 from paretotune.records import Direction, TrialRecord
+from paretotune.store.atomic import atomic_write_json
+from paretotune.store.files import json_file, text_file
+from paretotune.store.results import RESULTS, read_rows
 
-RESULTS = "results.jsonl"
 LOCK = ".lock"
 META = "run.json"
 CAMPAIGN = "campaign.yaml"
@@ -134,9 +135,7 @@ class RunDir:
                 child.unlink(missing_ok=True)
 
     def write_meta(self, meta: dict[str, Any]) -> None:
-        tmp = self.path / (META + ".tmp")
-        tmp.write_text(json.dumps(meta, indent=2, sort_keys=True, default=str))
-        os.replace(tmp, self.path / META)
+        atomic_write_json(self.path / META, meta, indent=2, sort_keys=True, default=str)
 
     # -- reading --------------------------------------------------------------------------------------------
     def meta(self) -> dict[str, Any]:
@@ -191,7 +190,7 @@ class RunDir:
 
     def _checked_rows(self) -> list[dict[str, Any]]:
         """Rows of results.jsonl, with the objective columns checked to be numbers (or null)."""
-        rows = _read_rows(self.path / RESULTS)
+        rows = read_rows(self.path / RESULTS)
         cols = [c.column for c in self.objective_columns()]
         for i, row in enumerate(rows):
             for c in cols:
@@ -270,110 +269,3 @@ class RunDir:
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
-
-
-# field -> (accepted types, description) of every results line; see TrialRecord.to_row
-_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
-    "candidate_id": ((int,), "an integer"),
-    "generation": ((int,), "an integer"),
-    "is_baseline": ((bool,), "true or false"),
-    "status": ((str,), "'ok' or 'failed'"),
-    "config": ((str,), "a JSON object as text"),
-    "acf": ((str,), "a string"),
-}
-_OPTIONAL: dict[str, tuple[tuple[type, ...], str]] = {
-    "error": ((str,), "a string"),
-    "compile_s": ((int, float), "a number"),
-    "measure_s": ((int, float), "a number"),
-    "extra": ((str,), "a JSON object as text"),
-    "stages": ((str,), "a JSON object as text"),
-}
-
-
-def _check_row(row: Any, where: str) -> None:
-    if not isinstance(row, dict):
-        raise UserError(f"{where}: not a JSON object (a results line is one record)")
-    for table, required in ((_FIELDS, True), (_OPTIONAL, False)):
-        for key, (types, what) in table.items():
-            if key not in row:
-                if required:
-                    raise UserError(f"{where}: missing field '{key}'")
-                continue
-            v = row[key]
-            if v is None and not required:
-                continue
-            if not isinstance(v, types) or (bool not in types and isinstance(v, bool)):
-                raise UserError(f"{where}: '{key}' must be {what}")
-    if row["status"] not in ("ok", "failed"):
-        raise UserError(f"{where}: 'status' must be 'ok' or 'failed'")
-    if row["candidate_id"] < 0:
-        raise UserError(f"{where}: 'candidate_id' must not be negative")
-    for key in ("config", "extra", "stages"):
-        if row.get(key):
-            try:
-                ok = isinstance(json.loads(row[key]), dict)
-            except ValueError:
-                ok = False
-            if not ok:
-                raise UserError(f"{where}: '{key}' must be a JSON object as text")
-
-
-def _read_rows(path: Path) -> list[dict[str, Any]]:
-    """Parse and check results.jsonl, skipping a partial last line left by a crash mid-write. Damage (not a
-    file, not UTF-8, a line that is not a record, wrong types, a candidate stored twice) is a UserError."""
-    if not path.exists() and not path.is_symlink():
-        return []
-    lines = text_file(path, "missing").splitlines()
-    rows: list[dict[str, Any]] = []
-    seen: dict[int, int] = {}
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
-            if i == len(lines) - 1:
-                break  # torn final write
-            raise UserError(f"{path}:{i + 1}: corrupt results line") from None
-        _check_row(row, f"{path}:{i + 1}")
-        cid = row["candidate_id"]
-        if cid in seen:
-            raise UserError(f"{path}: candidate {cid} is stored twice (lines {seen[cid]} and {i + 1}); the file "
-                            "was edited or two runs wrote into one directory")
-        seen[cid] = i + 1
-        rows.append(row)
-    return rows
-
-
-def text_file(path: Path, missing: str, limit: int = 1 << 30) -> str:
-    """A run file's text; not a regular file, unreadable or not UTF-8 is a one-line UserError."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        raise UserError(f"{path}: {missing}") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise UserError(f"{path}: not a regular file")
-    if st.st_size > limit:
-        raise UserError(f"{path}: too large ({st.st_size} bytes)")
-    try:
-        return path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-
-
-def json_file(path: Path, missing: str) -> Any:
-    """A run file's JSON; damage is a one-line UserError."""
-    try:
-        return json.loads(text_file(path, missing, limit=64 << 20))
-    except (json.JSONDecodeError, RecursionError) as exc:
-        line = f" (line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else ""
-        raise UserError(f"{path}: not valid JSON{line}") from None
-
-
-def read_results(run: Path | str) -> pd.DataFrame:
-    """The run's results table: one row per evaluated candidate, one column per objective."""
-    return pd.DataFrame(_read_rows(Path(run) / RESULTS))

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from paretotune.errors import ToolchainError
+from paretotune.store.atomic import atomic_write, atomic_write_json
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,8 @@ class AcfStore:
         dst = self.path(sha)
         if not dst.exists():  # the record is written first: an .acf never exists without its .json
             self.directory.mkdir(parents=True, exist_ok=True)
-            _atomic_write(self.directory / f"{sha}.json", json.dumps(asdict(record), sort_keys=True).encode())
-            _atomic_write(dst, data)
+            atomic_write_json(self.directory / f"{sha}.json", asdict(record), sort_keys=True)
+            atomic_write(dst, data)
         return record
 
     def put_hex(self, hex_string: str, **kw: str) -> AcfRecord:
@@ -65,12 +65,3 @@ class AcfStore:
         if rec.target != target:
             raise ToolchainError(f"{self.path(sha)}: ACF made for {rec.target}, but the target is {target}")
 
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write to a temporary name, fsync, rename: a crash leaves the old file or the new one, never a torn one."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)

@@ -32,7 +32,8 @@ from paretotune.execution.select import evaluator_for
 from paretotune.pareto import rank_fronts
 from paretotune.records import Candidate, TrialRecord
 from paretotune.search.base import Proposal
-from paretotune.store.run_dir import RunDir, read_results
+from paretotune.store.results import read_results
+from paretotune.store.run_dir import RunDir
 from paretotune.toolchain.ptxas import Ptxas, export_for_triton, find_ptxas
 
 from . import ray_fault_kernels as fk

@@ -104,8 +104,8 @@ def test_helion_meta_codegen_equals_cuda_codegen(kernel: Bundled) -> None:
     import torch
 
     if importlib.metadata.version("helion") == "1.5.0" and torch.__version__.startswith("2.11"):
-        assert adapter._aot_device == "meta" or "InductorLoweringError" in (adapter.meta_bind_error or ""), \
-            adapter.meta_bind_error
+        assert adapter.aot.device == "meta" or "InductorLoweringError" in (adapter.aot.meta_bind_error or ""), \
+            adapter.aot.meta_bind_error
     else:
-        assert adapter._aot_device == "meta", ("binding meta tensors failed here: ahead-of-time compiles use CPU "
-                                               f"tensors: {adapter.meta_bind_error}")
+        assert adapter.aot.device == "meta", ("binding meta tensors failed here: ahead-of-time compiles use CPU "
+                                               f"tensors: {adapter.aot.meta_bind_error}")

@@ -146,7 +146,7 @@ def test_falls_back_to_cpu_tensors_when_meta_fails() -> None:
                         reference=plain_spec.reference, space=plain_spec.space, default=plain_spec.default)
     adapter = HelionAdapter("no_meta", spec)
     kptx = adapter.compile_ptx(spec.default, Shape(label="n", params={"N": 1 << 16}), SM90)
-    assert adapter._aot_device == "cpu" and ".visible .entry _helion_plain_scale(" in kptx.ptx
+    assert adapter.aot.device == "cpu" and ".visible .entry _helion_plain_scale(" in kptx.ptx
 
 
 def test_ahead_of_time_inputs_are_made_once_per_shape() -> None:
@@ -163,5 +163,5 @@ def test_ahead_of_time_inputs_are_made_once_per_shape() -> None:
     for config in ({"block_sizes": [256], "num_warps": 4}, {"block_sizes": [1024], "num_warps": 4}):
         for n in (1 << 16, 1 << 18):
             adapter.compile_ptx(config, Shape(label=f"n{n}", params={"N": n}), SM90)
-    assert adapter._aot_device == "cpu"  # this spec refuses meta tensors
+    assert adapter.aot.device == "cpu"  # this spec refuses meta tensors
     assert made == ["meta", "cpu", "cpu"]  # one failed meta try, then one CPU input per shape

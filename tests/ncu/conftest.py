@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from paretotune.ncu.run import Ncu
+from paretotune.ncu.locate import Ncu
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parent / "fixtures" / "ncu"
@@ -58,7 +58,7 @@ def _gpu_unavailable() -> str | None:
         return "torch is not installed"
     if not torch.cuda.is_available():
         return "no CUDA device"
-    from paretotune.ncu.run import find_ncu
+    from paretotune.ncu.locate import find_ncu
 
     try:
         find_ncu()

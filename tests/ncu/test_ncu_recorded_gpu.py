@@ -21,7 +21,8 @@ from paretotune.ncu.child import python_child
 from paretotune.ncu.command import NcuOptions
 from paretotune.ncu.errors import RETRYABLE_KINDS, diagnose, tool_lines
 from paretotune.ncu.parse import parse_csv
-from paretotune.ncu.run import BatchPolicy, Ncu, run_batch
+from paretotune.ncu.locate import Ncu
+from paretotune.ncu.run import BatchPolicy, run_batch
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "ncu" / "h200_gpu_tests"
 Replay = Callable[[Sequence[str], Sequence[str]], BatchResult]

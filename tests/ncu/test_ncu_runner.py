@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from paretotune.ncu import locate
 from paretotune.ncu import run as run_module
 from paretotune.ncu.batch import BatchItem, ChildRequest
 from paretotune.ncu.child import python_child
 from paretotune.ncu.command import NcuOptions
 from paretotune.ncu.errors import NcuMetricError, NcuNotFoundError, NcuPermissionError, NcuSetupError
 from paretotune.ncu.parse import parse_csv
-from paretotune.ncu.run import BatchPolicy, Ncu, find_ncu, run_batch
+from paretotune.ncu.locate import Ncu, find_ncu
+from paretotune.ncu.run import BatchPolicy, run_batch
 
 HERE = Path(__file__).resolve().parent
 OCC = "sm__warps_active.avg.pct_of_peak_sustained_active"
@@ -268,8 +270,8 @@ def test_find_ncu(fake_ncu: Ncu, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         find_ncu()
     monkeypatch.delenv("PARETOTUNE_NCU")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    monkeypatch.setattr(run_module, "_FALLBACK_PATHS", ())
-    monkeypatch.setattr(run_module.glob, "glob", lambda pattern: [])
+    monkeypatch.setattr(locate, "_FALLBACK_PATHS", ())
+    monkeypatch.setattr(locate.glob, "glob", lambda pattern: [])
     with pytest.raises(NcuNotFoundError, match="not found") as info:
         find_ncu()
     assert "PARETOTUNE_NCU" in str(info.value) and "\n" not in str(info.value)

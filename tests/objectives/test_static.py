@@ -74,7 +74,8 @@ def test_static_build_is_the_build_triton_launches(tmp_path: Path, sampled_acf: 
     ptxas = find_ptxas()
     export_for_triton(ptxas)
     from paretotune.kernels.bundled.softmax import triton_softmax
-    from paretotune.kernels.triton import TritonAdapter, compile_like_jit
+    from paretotune.kernels.triton import TritonAdapter
+    from paretotune.kernels.triton_jit import compile_like_jit
 
     # fresh compiles on both sides: a cache hit returns PTX whose debug info names the paths of the checkout
     # that first compiled it (Triton's cache key ignores file paths)

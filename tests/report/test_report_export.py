@@ -62,7 +62,7 @@ def test_parquet_without_an_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     run = two_shape_run(tmp_path / "run")
     assert cli_main(["export", str(run), "--format", "parquet"]) == 2
     assert capsys.readouterr().err.strip() == ("paretotune: error: --format parquet needs pyarrow: pip install "
-                                               "pyarrow (or use --format csv)")
+                                               "'paretotune[parquet]' (or use --format csv)")
     assert cli_main(["export", str(run), "--format", "parquet", "--out", "-"]) == 2
 
 

@@ -22,6 +22,7 @@ from paretotune.execution.gpu_worker import GpuJob, serve
 from paretotune.execution.ncu_measure import measure_batch
 from paretotune.execution.static_job import WorkerContext
 from paretotune.records import Candidate, TrialRecord
+from paretotune.store.atomic import atomic_write
 from paretotune.store.run_dir import RunDir
 
 
@@ -49,9 +50,7 @@ def node_local(ctx: WorkerContext) -> WorkerContext:
 def ensure_file(path: Path, data: bytes | None) -> None:
     if data is not None and not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        atomic_write(path, data)
 
 
 class CpuHost:

@@ -8,16 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from paretotune.errors import UserError
+from paretotune.extras import require
 
 
 def import_ray(where: str = "campaign") -> Any:
     """The ray module, or a one-line error naming the extra to install (``where``: the campaign file)."""
-    try:
-        import ray
-    except ImportError:
-        raise UserError(f"{where}: execution.backend: 'ray' needs the ray package (pip install 'paretotune[ray]'), "
-                        "or use backend: local") from None
-    return ray
+    return require("ray", "ray", f"{where}: execution.backend: 'ray'", instead="use backend: local")
 
 
 @dataclass
