@@ -135,6 +135,6 @@ def test_ray_is_imported_only_for_the_ray_backend(monkeypatch: pytest.MonkeyPatc
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed: ``import ray`` raises ImportError
-    with pytest.raises(UserError, match=r"^c.yaml: execution.backend: 'ray' needs the ray package "
-                                        r"\(pip install 'paretotune\[ray\]'\), or use backend: local$"):
+    with pytest.raises(UserError, match=r"^c.yaml: execution.backend: 'ray' needs ray: "
+                                        r"pip install 'paretotune\[ray\]' \(or use backend: local\)$"):
         import_ray("c.yaml")
