@@ -21,7 +21,6 @@ import contextlib
 import fcntl
 import json
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ import pandas as pd
 
 from paretotune.errors import UserError
 from paretotune.records import Direction, TrialRecord
+from paretotune.text_file import read_text as text_file
 
 RESULTS = "results.jsonl"
 LOCK = ".lock"
@@ -343,26 +343,6 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
         seen[cid] = i + 1
         rows.append(row)
     return rows
-
-
-def text_file(path: Path, missing: str, limit: int = 1 << 30) -> str:
-    """A run file's text; not a regular file, unreadable or not UTF-8 is a one-line UserError."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        raise UserError(f"{path}: {missing}") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise UserError(f"{path}: not a regular file")
-    if st.st_size > limit:
-        raise UserError(f"{path}: too large ({st.st_size} bytes)")
-    try:
-        return path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
 def json_file(path: Path, missing: str) -> Any:

@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from paretotune.campaign.loop import minimization_vector
+from paretotune.runner.loop import minimization_vector
 from paretotune.pareto import rank_fronts
 from paretotune.records import TrialRecord
 from paretotune.store import RunDir

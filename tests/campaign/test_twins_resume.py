@@ -12,7 +12,7 @@ import pytest
 from campaign.conftest import Crash, FakeEvaluator, write_campaign
 from campaign.invariants import check_engine_ledger, check_front, check_records
 from campaign.test_resume import SPACE, resume, start
-from paretotune.campaign.resume import open_run, prepare_resume
+from paretotune.runner.resume import open_run, prepare_resume
 from paretotune.records import TrialRecord
 from paretotune.search.twins import missing_twins
 from paretotune.store import RunDir

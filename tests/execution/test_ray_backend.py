@@ -22,8 +22,10 @@ import torch
 import yaml
 
 import paretotune.execution.pool as local_pool
-from paretotune.campaign.load import load_campaign, make_objectives
-from paretotune.campaign.loop import run_campaign, start_run
+from paretotune.campaign.load import load_campaign
+from paretotune.campaign.resolve import make_objectives
+from paretotune.runner.loop import run_campaign
+from paretotune.runner.start import start_run
 from paretotune.errors import UserError
 from paretotune.execution.evaluators import evaluator_for
 from paretotune.execution.ray_backend import RaySession, RayStaticEvaluator, connect_ray

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 from campaign.invariants import check_engine_ledger, check_front, check_records
 
-from paretotune.campaign.resume import resume_point
+from paretotune.runner.resume import resume_point
 from paretotune.errors import UserError
 from paretotune.store import RunDir
 from reliability.conftest import ROOT, cli, cli_env, group_members, run_cli, small_quickstart

@@ -65,7 +65,8 @@ from pathlib import Path
 from paretotune.toolchain.ptxas import build_ptx, export_for_triton, find_ptxas
 ptxas = find_ptxas()
 export_for_triton(ptxas)  # before Triton is imported: its PTX version follows this ptxas
-from paretotune.campaign.load import load_campaign, make_adapter
+from paretotune.campaign.load import load_campaign
+from paretotune.campaign.resolve import make_adapter
 out, config, acf = Path(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
 campaign = load_campaign(out / "campaign.yaml")
 shape = campaign.shapes[0]
