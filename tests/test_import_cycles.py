@@ -46,8 +46,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
 }
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+def module_name(path: Path, root: Path = ROOT.parent) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -184,11 +184,24 @@ def _describe(component: frozenset[str], edges: dict[str, set[str]]) -> str:
     return "{" + ", ".join(sorted(component)) + "}: " + "; ".join(inner)
 
 
-def test_edges_are_found() -> None:
-    """The parser sees function-level and relative imports (a checker that finds nothing cannot fail)."""
+def test_edges_are_found(tmp_path: Path) -> None:
+    """The parser sees function-level and relative imports and skips TYPE_CHECKING ones (a checker that finds
+    nothing cannot fail)."""
     edges = import_edges(modules())
-    assert "paretotune.campaign.load" in edges["paretotune.commands.run"] or \
-        "paretotune.campaign.load" in edges.get("paretotune.runner.session", set())
+    assert "paretotune.runner.loop" in edges["paretotune.runner.session"]  # imported inside execute()
+    assert "paretotune.search.base" not in edges["paretotune.runner.session"]  # only under TYPE_CHECKING
+    assert "paretotune.search.base" in import_edges(modules(), type_checking=True)["paretotune.runner.session"]
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from . import a\n")
+    (pkg / "sub" / "a.py").write_text("def f():\n    from ..b import thing\n")
+    (pkg / "b.py").write_text("from pkg.sub.a import f\n")
+    known = {module_name(p, tmp_path): p for p in sorted(pkg.rglob("*.py"))}
+    found = import_edges(known)
+    assert found["pkg.sub"] == {"pkg.sub.a"} and found["pkg.sub.a"] == {"pkg.b"}
+    assert found["pkg.b"] == {"pkg.sub.a", "pkg.sub"}  # importing pkg.sub.a runs pkg/sub/__init__.py first
+    assert cycles(found) == [frozenset({"pkg.sub", "pkg.sub.a", "pkg.b"})]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [frozenset("abc")]
     assert cycles({"a": {"b"}, "b": set()}) == []
 
