@@ -36,7 +36,7 @@ class EngineInfo:
     min_pool_size: Callable[[int], int] = lambda n_objectives: 1  # the smallest pool_size for n objective columns
 
 
-ENGINE_TABLE: tuple[EngineInfo, ...] = (  # the first is the default (campaign/schema.py)
+ENGINE_TABLE: tuple[EngineInfo, ...] = (  # search.engine defaults to compileiq (campaign/schema.py)
     EngineInfo("compileiq", "paretotune.search.compileiq_engine", "CompileIQ's evolutionary search",
                min_pool_size=lambda n: 3 + 2 * n),  # CompileIQ keeps >= 1 + 2n survivors after culling >= 2
     EngineInfo("nsga2", "paretotune.search.nsga2_engine", "pymoo NSGA-II, mixed integer/categorical encoding",
