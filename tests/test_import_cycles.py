@@ -43,6 +43,9 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     # campaign/ parses and resolves campaign files; running them is runner/'s job (issue 20)
     "paretotune.campaign": ("paretotune.execution", "paretotune.runner", "paretotune.commands"),
     "paretotune.search": ("paretotune.execution", "paretotune.runner", "paretotune.commands"),
+    # the run directory is read by every layer above it, so it reads none of them
+    "paretotune.store": ("paretotune.campaign", "paretotune.runner", "paretotune.search", "paretotune.execution",
+                         "paretotune.pareto", "paretotune.report", "paretotune.service", "paretotune.commands"),
 }
 
 

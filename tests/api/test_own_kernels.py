@@ -264,8 +264,8 @@ def test_campaign_narrows_an_autotuned_kernels_config_list(tmp_path: Path) -> No
 
 
 def test_progress_line_shows_the_best_speedup_per_shape() -> None:
-    from paretotune.runner.progress_bar import BestSoFar
     from paretotune.records import TrialRecord
+    from paretotune.runner.progress_bar import BestSoFar
     from paretotune.store import ObjectiveColumn
 
     columns = [ObjectiveColumn(f"runtime@{s}", "min", "runtime", s) for s in ("a", "b")]

@@ -24,13 +24,13 @@ import yaml
 import paretotune.execution.pool as local_pool
 from paretotune.campaign.load import load_campaign
 from paretotune.campaign.resolve import make_objectives
-from paretotune.runner.loop import run_campaign
-from paretotune.runner.start import start_run
 from paretotune.errors import UserError
 from paretotune.execution.evaluators import evaluator_for
 from paretotune.execution.ray_backend import RaySession, RayStaticEvaluator, connect_ray
 from paretotune.pareto import rank_fronts
 from paretotune.records import Candidate, TrialRecord
+from paretotune.runner.loop import run_campaign
+from paretotune.runner.start import start_run
 from paretotune.search.base import Proposal
 from paretotune.store.run_dir import RunDir, read_results
 from paretotune.toolchain.ptxas import Ptxas, export_for_triton, find_ptxas

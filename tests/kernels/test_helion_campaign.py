@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from paretotune.campaign.load import campaign_from_text, load_campaign
+from paretotune.kernels.bundled.helion_softmax import helion_softmax
 from paretotune.runner.loop import run_campaign
 from paretotune.runner.start import start_run
-from paretotune.kernels.bundled.helion_softmax import helion_softmax
 from paretotune.toolchain.ptxas import Ptxas
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

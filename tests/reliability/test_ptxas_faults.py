@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from campaign.invariants import check_front, check_records
 
 from paretotune.store import RunDir
 from reliability.conftest import cli_env, run_cli, small_quickstart
 from reliability.standins import assigned, write_standin
+from runner.invariants import check_front, check_records
 
 REASONS = {
     "hang": r"^ptxas timed out after 4 s$",

@@ -11,7 +11,7 @@ import pytest
 from paretotune.commands import front
 from paretotune.errors import UserError
 
-from .conftest import write_run
+from pareto.conftest import write_run
 
 ACF = "ab" * 32
 

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from campaign.conftest import Crash, FakeEvaluator, write_campaign
-from campaign.invariants import check_engine_ledger, check_front, check_records
-from campaign.test_resume import SPACE, assert_complete, crash_after, resume, start
 from paretotune.campaign.load import load_campaign
+from paretotune.records import TrialRecord
 from paretotune.runner.resume import resume_point
 from paretotune.store import RunDir
-from paretotune.records import TrialRecord
 from paretotune.store.checkpoint import Checkpointer, read_checkpoint
+from runner.conftest import Crash, FakeEvaluator, write_campaign
+from runner.invariants import check_engine_ledger, check_front, check_records
+from runner.test_resume import SPACE, assert_complete, crash_after, resume, start
 
 
 def stored_ids(out: Path) -> set[int]:
