@@ -8,7 +8,6 @@ from typing import Any
 from paretotune.records import TrialRecord
 
 
-
 class BestSoFar:
     """The best speedup so far per time column (runtime@shape), or for a static campaign the best ratio to the
     baseline of the first objective per shape, for the progress line (one reading: see pareto/convention)."""

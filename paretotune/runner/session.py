@@ -89,11 +89,11 @@ def _write_progress(run: RunDir) -> None:
 
 
 def print_front(run: RunDir) -> None:
+    """The ranked front as ``paretotune front`` prints it, then where the run's files are."""
     from paretotune.commands.front import build_report, render_text
 
     print(render_text(build_report(run.path)))
     print(f"\nrun directory: {run.path}\n  results: {run.path / 'results.jsonl'}\n  ACFs:    {run.path / 'acf'}")
-
 
 
 def resume_run(path: Path, *, quiet: bool, expect: Campaign | None = None, seed: int | None = None) -> int:
