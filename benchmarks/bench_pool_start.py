@@ -32,7 +32,8 @@ CAMPAIGN = """
 
 def one(mode: str, folder: Path) -> dict[str, float]:
     """In this (fresh) process: first result of a new pool, then of the same pool after a kill."""
-    from paretotune.campaign.load import load_campaign, make_adapter
+    from paretotune.campaign.load import load_campaign
+    from paretotune.campaign.resolve import make_adapter
     from paretotune.execution import pool
     from paretotune.execution.static_job import WorkerContext, evaluate_static, init_worker
     from paretotune.records import Candidate
@@ -73,7 +74,8 @@ def main() -> None:
         return
     import torch
 
-    from paretotune.campaign.load import load_campaign, make_adapter
+    from paretotune.campaign.load import load_campaign
+    from paretotune.campaign.resolve import make_adapter
     from paretotune.execution.pool import preload_modules
 
     with tempfile.TemporaryDirectory() as tmp:  # what this machine's campaign process would preload

@@ -89,8 +89,9 @@ def _campaign_copy(args: argparse.Namespace, backend: str, workdir: Path) -> Pat
 # -- child: one campaign in this process --------------------------------------------------------------------
 def child(backend: str, campaign_path: Path, run_dir: Path, out: Path) -> None:
     from paretotune.campaign.load import load_campaign
-    from paretotune.campaign.loop import run_campaign, start_run
     from paretotune.records import TrialRecord
+    from paretotune.runner.loop import run_campaign
+    from paretotune.runner.start import start_run
     from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 
     campaign = load_campaign(campaign_path)

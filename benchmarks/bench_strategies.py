@@ -46,9 +46,10 @@ import pandas as pd
 from machine import cpu_model, load_average  # benchmarks/ is sys.path[0] when a script runs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from paretotune.campaign import loop
 from paretotune.campaign.load import load_campaign
 from paretotune.pareto import hypervolume, hypervolume_progress
+from paretotune.runner import loop
+from paretotune.runner.start import start_run
 from paretotune.search.progress import hypervolume_progress as write_progress
 from paretotune.toolchain.ptxas import export_for_triton, find_ptxas, set_build_env_defaults
 
@@ -170,7 +171,7 @@ def run_one(kernel: str, strategy: str, repeat: int, seed: int, work: Path, ptxa
     path.write_text(campaign_text(kernel, strategy, args.generations, seed, args.objectives, args.pool_size,
                                   args.workers, timing))
     campaign = load_campaign(path)
-    run = loop.start_run(campaign, work / name, ptxas, seed)
+    run = start_run(campaign, work / name, ptxas, seed)
     start = time.perf_counter()
     records = loop.run_campaign(campaign, run, ptxas)
     wall = time.perf_counter() - start

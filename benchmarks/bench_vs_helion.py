@@ -45,7 +45,8 @@ def breakdown(records: list) -> dict:
 def paretotune_side(workdir: Path, m: int, n: int, generations: int, pool: int, workers: int,
                     baseline_interval_s: float, barrier: bool = False) -> dict:
     from paretotune.campaign.load import load_campaign
-    from paretotune.campaign.loop import run_campaign, start_run
+    from paretotune.runner.loop import run_campaign
+    from paretotune.runner.start import start_run
     from paretotune.toolchain.ptxas import find_ptxas
 
     workdir = workdir / f"interval{baseline_interval_s:g}"

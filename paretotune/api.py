@@ -87,8 +87,8 @@ def run(campaign: str | Path | Mapping[str, Any], *, out: str | Path | None = No
     ``kernel`` (or ``campaign["kernel"]["source"]``) may be a spec object (``TritonKernel``,
     ``HelionKernel``) instead of an import string. ``quiet`` hides the progress bar and the front table.
     """
-    from paretotune.campaign.load import check_toolchain
-    from paretotune.commands.run import start_and_execute
+    from paretotune.campaign.acf_check import check_toolchain
+    from paretotune.runner.session import start_and_execute
     from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 
     loaded = _load(campaign, kernel)

@@ -3,7 +3,8 @@
 Every check that needs only the file itself lives here, so ``paretotune run`` rejects a bad field before it
 imports a kernel or starts a compile: names are checked against the registries (objectives, engines, targets,
 ACF search spaces), counts are strict integers (``workers: "2"`` is a mistake, not a 2), ranges are bounded.
-Checks that need more (the kernel's knobs, the ptxas found, files next to the campaign) are in ``load.py``.
+Checks that need more (the kernel's knobs, the ptxas found, files next to the campaign) are in ``load.py``,
+``resolve.py`` and ``acf_check.py``.
 Each validator's message is written to follow the field path the loader prints, e.g.
 ``objectives[2].name: unknown objective 'foo' (known: ...)``.
 """

@@ -37,7 +37,8 @@ def setup(campaign_path: str, campaign_text: str, ptxas_path: str, ptxas_version
     from paretotune.toolchain.ptxas import Ptxas, export_for_triton
 
     export_for_triton(Ptxas(path=Path(ptxas_path), version=ptxas_version))
-    from paretotune.campaign.load import campaign_from_text, make_adapter
+    from paretotune.campaign.load import campaign_from_text
+    from paretotune.campaign.resolve import make_adapter
 
     campaign = campaign_from_text(campaign_text, Path(campaign_path))
     return campaign, make_adapter(campaign)

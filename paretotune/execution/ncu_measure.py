@@ -46,7 +46,8 @@ def measure_batch(campaign: Campaign, run: RunDir, records: Sequence[TrialRecord
 
 @functools.lru_cache(maxsize=4)
 def _campaign(run_dir: str) -> tuple[Any, Any]:
-    from paretotune.campaign.load import campaign_from_text, make_adapter
+    from paretotune.campaign.load import campaign_from_text
+    from paretotune.campaign.resolve import make_adapter
 
     run = RunDir(run_dir)
     campaign = campaign_from_text(run.campaign_text(), Path(run.meta()["campaign_path"]))

@@ -44,7 +44,7 @@ FEED_POLL_S = 0.05  # how soon a free worker takes a candidate put into the feed
 # subprocess" (2026-11-30, benchmarks/results/h200_fork_cuda.json); torch promises a fork-safe import.
 HEAVY_MODULES = ("torch", "triton")
 CPU_ONLY_MODULES = ("helion",)
-PRELOAD = ("paretotune.campaign.load", "paretotune.execution.static_job")
+PRELOAD = ("paretotune.campaign.resolve", "paretotune.execution.static_job")
 
 
 def preload_modules() -> list[str]:

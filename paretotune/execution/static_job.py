@@ -74,7 +74,8 @@ def init_worker(ctx: WorkerContext) -> None:
         export_for_triton(Ptxas(wrapper, ptxas.version))
     else:
         export_for_triton(ptxas)
-    from paretotune.campaign.load import campaign_from_text, make_adapter, make_objectives
+    from paretotune.campaign.load import campaign_from_text
+    from paretotune.campaign.resolve import make_adapter, make_objectives
 
     campaign = campaign_from_text(ctx.campaign_text, Path(ctx.campaign_path))
     adapter = make_adapter(campaign)

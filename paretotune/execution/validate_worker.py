@@ -32,7 +32,8 @@ def validate_in_process(campaign_path: str, campaign_text: str, ptxas_path: str,
     from paretotune.toolchain.ptxas import Ptxas, export_for_triton
 
     export_for_triton(Ptxas(path=Path(ptxas_path), version=ptxas_version))
-    from paretotune.campaign.load import campaign_from_text, make_adapter
+    from paretotune.campaign.load import campaign_from_text
+    from paretotune.campaign.resolve import make_adapter
 
     campaign = campaign_from_text(campaign_text, Path(campaign_path))
     adapter = make_adapter(campaign)

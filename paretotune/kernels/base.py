@@ -84,7 +84,10 @@ class KernelAdapter(Protocol):
 
     def check_shape(self, shape: Shape, config: Mapping[str, Any]) -> None:
         """Make the shape's inputs on the meta device (no memory, no GPU); raise :class:`UnknownShapeKey` for a
-        key the input factories never read (``dtyp: float32``), or what the factories raise."""
+        key the input factories never read (``dtyp: float32``), or what the factories raise. Every adapter has
+        this one shape check, and :mod:`paretotune.campaign.resolve` runs it on every shape of a campaign before
+        any compile; an adapter that cannot tell a bad shape on the meta device lets it pass (Helion: a factory
+        that needs real tensors), and the baseline then fails with the kernel's own message."""
 
     def check_space(self, space: Mapping[str, list[Any]]) -> None:
         """Raise ValueError (``'<knob>: why'``) for a knob value the kernel cannot be built with."""

@@ -19,11 +19,23 @@ class Proposal:
     acf: bytes | None
 
 
+@dataclass(frozen=True)
+class EngineOptions:
+    """What the campaign gives every engine's ``create`` (:mod:`paretotune.search.registry`); an engine uses
+    the fields it needs."""
+
+    n_objectives: int
+    pool_size: int
+    generations: int
+    seed: int
+    seed_config: dict[str, Any] | None = None  # a starting point (the baseline's config), for engines that take one
+
+
 class SearchEngine(Protocol):
     """An engine may set ``asynchronous = True``: it can be asked again while earlier proposals are pending,
     and told any subset of them (CompileIQ declares ``multiple_outstanding_asks``; random search learns
     nothing). The campaign then keeps candidates in flight without waiting for a whole generation
-    (:mod:`paretotune.campaign.loop`); other engines get a generation at a time."""
+    (:mod:`paretotune.runner.loop`); other engines get a generation at a time."""
 
     def ask(self) -> list[Proposal]:
         """The next batch of proposals (a generation, or what refills it after failures); ``[]`` when done."""

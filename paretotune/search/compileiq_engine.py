@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from paretotune.errors import UserError
-from paretotune.search.base import Proposal
+from paretotune.search.base import EngineOptions, Proposal
 from paretotune.search.space import SearchSpace
 
 INVALID = "*"
@@ -43,11 +43,6 @@ def _untried(exc: BaseException) -> int | None:
     if match is None or not isinstance(exc, ValueError):  # SearchSpaceExhaustedError is a ValueError
         return None
     return int(match.group(1))
-
-
-def min_pool_size(num_objectives: int) -> int:
-    """CompileIQ keeps >= 1 + 2n survivors after culling >= 2."""
-    return 3 + 2 * num_objectives
 
 
 class CompileIQEngine:
@@ -79,9 +74,6 @@ class CompileIQEngine:
             parts.append(_ptxas_space(space.ptxas_version))
         if not parts:
             raise UserError("search: nothing to search (every knob has one value and there is no ACF space)")
-        if pool_size < min_pool_size(num_objectives):
-            raise UserError(f"search.pool_size: {pool_size} is too small for {num_objectives} objective column(s) "
-                            f"with the compileiq engine (need at least {min_pool_size(num_objectives)})")
         config = SearchConfiguration(problem_type="min", generations=generations, pool_size=pool_size,
                                      num_objectives=num_objectives)
         self._search = Search(objective_function=lambda _c: 0.0, search_space=parts if len(parts) > 1 else parts[0],
@@ -144,3 +136,9 @@ class CompileIQEngine:
         from compileiq.backends import PendingCandidatePolicy
 
         self._search.restore_checkpoint(Path(path), pending_policy=PendingCandidatePolicy.RESUBMIT)
+
+
+def create(space: SearchSpace, options: EngineOptions) -> CompileIQEngine:
+    """The registry's entry point (:mod:`paretotune.search.registry`; its pool size is checked there)."""
+    return CompileIQEngine(space, num_objectives=options.n_objectives, pool_size=options.pool_size,
+                           generations=options.generations, seed_config=options.seed_config)

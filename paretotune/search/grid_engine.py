@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from paretotune.errors import UserError
-from paretotune.search.base import Proposal
+from paretotune.search.base import EngineOptions, Proposal
 from paretotune.search.space import SearchSpace
 from paretotune.store.atomic import atomic_write_json
 
@@ -52,3 +52,8 @@ class GridEngine:
         position = int(json.loads(Path(path).read_text())["position"])
         self._points = self._enumerate()
         self._position = len(list(itertools.islice(self._points, position)))
+
+
+def create(space: SearchSpace, options: EngineOptions) -> GridEngine:
+    """The registry's entry point (:mod:`paretotune.search.registry`)."""
+    return GridEngine(space, pool_size=options.pool_size)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from paretotune.errors import UserError
-from paretotune.search.base import Proposal
+from paretotune.search.base import EngineOptions, Proposal
 from paretotune.search.compileiq_engine import ACF_KNOB
 from paretotune.search.space import SearchSpace
 from paretotune.store.atomic import atomic_write
@@ -125,3 +125,8 @@ class NSGA2Engine:
         self._algorithm, self._count = state["algorithm"], int(state["count"])
         self._problem = self._algorithm.problem
         self._pending, self._ids = None, []
+
+
+def create(space: SearchSpace, options: EngineOptions) -> NSGA2Engine:
+    """The registry's entry point (:mod:`paretotune.search.registry`)."""
+    return NSGA2Engine(space, num_objectives=options.n_objectives, pool_size=options.pool_size, seed=options.seed)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from paretotune.search.base import Proposal
+from paretotune.search.base import EngineOptions, Proposal
 from paretotune.search.space import SearchSpace
 from paretotune.store.atomic import atomic_write_json
 
@@ -66,3 +66,8 @@ class RandomEngine:
             state = json.load(fh)
         self._count = int(state["count"])
         self._rng.bit_generator.state = state["rng"]
+
+
+def create(space: SearchSpace, options: EngineOptions) -> RandomEngine:
+    """The registry's entry point (:mod:`paretotune.search.registry`)."""
+    return RandomEngine(space, pool_size=options.pool_size, seed=options.seed)

@@ -94,7 +94,8 @@ def check_campaign(text: str, scratch: Path, config: ServiceConfig) -> Accepted:
     ``scratch`` is a folder inside the work directory standing in for the campaign's folder; it is only used
     in paths (messages, relative-path resolution), never written.
     """
-    from paretotune.campaign.load import campaign_from_text, make_adapter, make_objectives
+    from paretotune.campaign.load import campaign_from_text
+    from paretotune.campaign.resolve import make_adapter, make_objectives
     from paretotune.campaign.safe_yaml import load_bounded
 
     path = scratch / "campaign.yaml"

@@ -66,7 +66,7 @@ def main(argv: list[str]) -> int:
         os.nice(10)  # a hostile body must never win the CPU from the server's event loop
     except OSError:
         pass
-    import paretotune.campaign.load  # noqa: F401
+    import paretotune.campaign.resolve  # noqa: F401
     import paretotune.service.campaign_check  # noqa: F401
 
     out = sys.stdout

@@ -2,35 +2,18 @@
 
 A run directory is user-visible and may be edited, truncated or replaced by anything; every reader goes
 through these two so that a FIFO, a huge file, bad UTF-8 or bad JSON never becomes a traceback or a hang.
+``text_file`` is the project's one checked reader (:mod:`paretotune.text_file`), which campaign files use too.
 """
 from __future__ import annotations
 
 import json
-import stat
 from pathlib import Path
 from typing import Any
 
 from paretotune.errors import UserError
+from paretotune.text_file import read_text as text_file
 
-
-def text_file(path: Path, missing: str, limit: int = 1 << 30) -> str:
-    """A run file's text; not a regular file, unreadable or not UTF-8 is a one-line UserError."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        raise UserError(f"{path}: {missing}") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise UserError(f"{path}: not a regular file")
-    if st.st_size > limit:
-        raise UserError(f"{path}: too large ({st.st_size} bytes)")
-    try:
-        return path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+__all__ = ["json_file", "text_file"]
 
 
 def json_file(path: Path, missing: str) -> Any:

@@ -244,7 +244,8 @@ def test_validate_json_reads_as_speedup() -> None:
 
 def test_campaign_narrows_an_autotuned_kernels_config_list(tmp_path: Path) -> None:
     """kernel.space in the campaign filters the autotuner's configs by their keys; the baseline follows."""
-    from paretotune.campaign.load import load_campaign, make_adapter
+    from paretotune.campaign.load import load_campaign
+    from paretotune.campaign.resolve import make_adapter
 
     campaign = tmp_path / "c.yaml"
     campaign.write_text(f"kernel:\n  source: {EXAMPLES / 'autotuned.py'}:rms_norm\n  space: {{num_warps: [8]}}\n"
@@ -263,8 +264,8 @@ def test_campaign_narrows_an_autotuned_kernels_config_list(tmp_path: Path) -> No
 
 
 def test_progress_line_shows_the_best_speedup_per_shape() -> None:
-    from paretotune.commands.run import BestSoFar
     from paretotune.records import TrialRecord
+    from paretotune.runner.progress_bar import BestSoFar
     from paretotune.store import ObjectiveColumn
 
     columns = [ObjectiveColumn(f"runtime@{s}", "min", "runtime", s) for s in ("a", "b")]
@@ -279,7 +280,8 @@ def test_progress_line_shows_the_best_speedup_per_shape() -> None:
 
 
 def test_a_kernel_object_from_an_ended_session_is_a_one_line_error(tmp_path: Path) -> None:
-    from paretotune.campaign.load import load_campaign, make_adapter
+    from paretotune.campaign.load import load_campaign
+    from paretotune.campaign.resolve import make_adapter
     from paretotune.errors import UserError
 
     campaign = tmp_path / "c.yaml"

@@ -38,6 +38,9 @@ TABLE: dict[str, str] = {
     "shape_without_sizes": r"shapes\[0\]: no sizes given",
     "shape_missing_size": r"shapes\[0\]: kernel 'triton_softmax' cannot make inputs .*missing parameter 'N'",
     "shape_unknown_dtype": r"shapes\[0\]: kernel 'triton_softmax' cannot make inputs .*float17",
+    # a Helion kernel's shapes go through its adapter's check_shape too (kernels/base.py: every adapter has one)
+    "shape_helion_key_typo": r"shapes\[0\]\.dtyp: kernel 'helion_softmax' has no shape key 'dtyp' \(it reads: M, N",
+    "shape_helion_missing_size": r"shapes\[0\]: kernel 'helion_softmax' cannot make inputs .*missing parameter 'N'",
     "shape_size_is_a_list": r"shapes\[0\]\.M: must be a number or a string",
     "objectives_missing": r"objectives: required field is missing",
     "objectives_empty": r"objectives: List should have at least 1 item",

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from paretotune.campaign.load import load_campaign, make_adapter
+from paretotune.campaign.load import load_campaign
+from paretotune.campaign.resolve import make_adapter
 from paretotune.execution.gpu import GpuWorker
 from paretotune.execution.gpu_worker import GpuJob
 from paretotune.toolchain.ptxas import find_ptxas

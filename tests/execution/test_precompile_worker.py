@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from reliability.standins import write_standin
 
-from paretotune.campaign.load import campaign_from_text, make_adapter
+from paretotune.campaign.load import campaign_from_text
+from paretotune.campaign.resolve import make_adapter
 from paretotune.campaign.schema import EvaluationSpec
 from paretotune.execution.pool import WorkerPool
 from paretotune.execution.static_job import (

@@ -22,8 +22,8 @@ import torch
 import yaml
 
 import paretotune.execution.pool as local_pool
-from paretotune.campaign.load import load_campaign, make_objectives
-from paretotune.campaign.loop import run_campaign, start_run
+from paretotune.campaign.load import load_campaign
+from paretotune.campaign.resolve import make_objectives
 from paretotune.errors import UserError
 from paretotune.execution.evaluators import GpuEvaluator, StaticEvaluator
 from paretotune.execution.ray.build_pool import RayBuildPool
@@ -31,6 +31,8 @@ from paretotune.execution.ray.session import RaySession, connect_ray
 from paretotune.execution.select import evaluator_for
 from paretotune.pareto import rank_fronts
 from paretotune.records import Candidate, TrialRecord
+from paretotune.runner.loop import run_campaign
+from paretotune.runner.start import start_run
 from paretotune.search.base import Proposal
 from paretotune.store.results import read_results
 from paretotune.store.run_dir import RunDir

@@ -8,8 +8,9 @@ import pytest
 import yaml
 
 from paretotune.campaign.load import campaign_from_text, load_campaign
-from paretotune.campaign.loop import run_campaign, start_run
 from paretotune.kernels.bundled.helion_softmax import helion_softmax
+from paretotune.runner.loop import run_campaign
+from paretotune.runner.start import start_run
 from paretotune.toolchain.ptxas import Ptxas
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -18,7 +19,7 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 @pytest.mark.parametrize("name", ["static_helion_softmax", "static_helion_rms_norm", "static_triton_matmul",
                                   "static_triton_layer_norm"])
 def test_shipped_configs_load(name: str) -> None:
-    from paretotune.campaign.load import make_adapter, make_objectives
+    from paretotune.campaign.resolve import make_adapter, make_objectives
 
     campaign = load_campaign(CONFIGS / f"{name}.yaml")
     assert all(make_adapter(campaign).default_config(shape) for shape in campaign.shapes)

@@ -18,7 +18,7 @@ WIDE = Shape(label="wide", params={"M": 512, "N": 4096})
 
 
 def _scale_rows_adapter(shapes: tuple[Shape, ...], gpu: bool = False) -> HelionAdapter:
-    from paretotune.campaign.load import import_object
+    from paretotune.campaign.user_code import import_object
 
     kernel = import_object("scale_rows.py:scale_rows", FIXTURES, "test")
     factory = import_object("scale_rows.py:inputs", FIXTURES, "test")
@@ -28,7 +28,7 @@ def _scale_rows_adapter(shapes: tuple[Shape, ...], gpu: bool = False) -> HelionA
 
 
 def _bare(kind: str) -> HelionAdapter:
-    from paretotune.campaign.load import import_object
+    from paretotune.campaign.user_code import import_object
 
     if kind == "scale_rows":
         return _scale_rows_adapter((WIDE,))
@@ -109,7 +109,8 @@ def test_multi_shape_space_is_the_intersection_plus_baselines() -> None:
 
 
 def test_heuristic_named_in_the_campaign(tmp_path: Path) -> None:
-    from paretotune.campaign.load import campaign_from_text, make_adapter
+    from paretotune.campaign.load import campaign_from_text
+    from paretotune.campaign.resolve import make_adapter
 
     text = f"""
 kernel:
@@ -126,7 +127,8 @@ search: {{strategy: acf-only, generations: 1, pool_size: 6}}
 
 
 def test_bad_inputs_factory_is_a_user_error(tmp_path: Path) -> None:
-    from paretotune.campaign.load import campaign_from_text, make_adapter
+    from paretotune.campaign.load import campaign_from_text
+    from paretotune.campaign.resolve import make_adapter
     from paretotune.errors import UserError
 
     text = f"""

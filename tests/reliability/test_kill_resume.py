@@ -28,12 +28,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from campaign.invariants import check_engine_ledger, check_front, check_records
 
-from paretotune.campaign.resume import resume_point
 from paretotune.errors import UserError
+from paretotune.runner.resume import resume_point
 from paretotune.store import RunDir
 from reliability.conftest import ROOT, cli, cli_env, group_members, run_cli, small_quickstart
+from runner.invariants import check_engine_ledger, check_front, check_records
 
 KILLS = 20
 GENERATIONS, POOL = 8, 9  # budget 72: room for 20 kills that each let a few records through

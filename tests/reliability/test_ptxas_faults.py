@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from campaign.invariants import check_front, check_records
 
 from paretotune.store import RunDir
 from reliability.conftest import cli_env, run_cli, small_quickstart
 from reliability.standins import assigned, write_standin
+from runner.invariants import check_front, check_records
 
 REASONS = {
     "hang": r"^ptxas timed out after 4 s$",
@@ -65,7 +65,8 @@ from pathlib import Path
 from paretotune.toolchain.ptxas import build_ptx, export_for_triton, find_ptxas
 ptxas = find_ptxas()
 export_for_triton(ptxas)  # before Triton is imported: its PTX version follows this ptxas
-from paretotune.campaign.load import load_campaign, make_adapter
+from paretotune.campaign.load import load_campaign
+from paretotune.campaign.resolve import make_adapter
 out, config, acf = Path(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
 campaign = load_campaign(out / "campaign.yaml")
 shape = campaign.shapes[0]

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from campaign.invariants import check_front, check_records
 
 from paretotune.store import RunDir
 from reliability.conftest import cli_env, run_cli, small_quickstart
 from reliability.standins import assigned, write_standin
+from runner.invariants import check_front, check_records
 
 
 def test_hung_compile_does_not_hold_later_candidates(tmp_path: Path, real_ptxas: Path) -> None:

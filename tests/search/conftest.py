@@ -119,7 +119,7 @@ RunFn = Callable[..., tuple[RunDir, list[TrialRecord]]]
 @pytest.fixture
 def run_yaml(tmp_path: Path, ptxas: Ptxas, monkeypatch: pytest.MonkeyPatch) -> RunFn:
     """Write a campaign next to the test's files, run it through ``run_campaign``, return (run, records)."""
-    from paretotune.campaign import loop
+    from paretotune.runner import loop, start
 
     monkeypatch.setattr(loop, "make_evaluator", lambda campaign, ptxas, run, objectives:
                         InProcessEvaluator(campaign, ptxas, run))
@@ -130,7 +130,7 @@ def run_yaml(tmp_path: Path, ptxas: Ptxas, monkeypatch: pytest.MonkeyPatch) -> R
         path = tmp_path / f"campaign{i}.yaml"
         path.write_text(text)
         campaign = load_campaign(path)
-        run_dir = loop.start_run(campaign, tmp_path / f"run{i}", ptxas, campaign.spec.seed)
+        run_dir = start.start_run(campaign, tmp_path / f"run{i}", ptxas, campaign.spec.seed)
         return run_dir, loop.run_campaign(campaign, run_dir, ptxas)
 
     return run

@@ -13,7 +13,7 @@ import pytest
 from paretotune.search.base import Proposal, SearchEngine
 from paretotune.search.dedupe import Deduplicated
 from paretotune.search.nsga2_engine import PENALTY, NSGA2Engine
-from paretotune.search.registry import ENGINES, build_engine, search_problem
+from paretotune.search.registry import ENGINES, build_engine, pool_size_problem, search_problem
 from paretotune.search.sequential import SequentialEngine, knee_config
 from paretotune.search.space import SearchSpace
 from paretotune.toolchain.acf_sources import AcfOption, finite_list
@@ -194,6 +194,14 @@ def test_search_problem_names_the_impossible_combinations() -> None:
     assert "cannot search generated ACFs" in (search_problem("grid", "sequential", "generated") or "")
     assert "needs acf.search_space" in (search_problem("random", "sequential", "none") or "")
     assert "unknown engine 'tpe'" in (search_problem("tpe", "joint", "none") or "")
+
+
+def test_minimum_pool_size_is_the_registry_s_rule() -> None:
+    """One rule per engine, checked once at load time (CompileIQ keeps >= 1 + 2n survivors after culling >= 2)."""
+    assert pool_size_problem("compileiq", 9, 3) is None
+    assert pool_size_problem("compileiq", 8, 3) == ("8 is too small for 3 objective column(s) with the compileiq "
+                                                    "engine (need at least 9)")
+    assert all(pool_size_problem(name, 6, 8) is None for name in ("nsga2", "random", "grid"))
 
 
 def test_space_size_and_phases() -> None:

@@ -13,7 +13,7 @@ from paretotune.commands import export
 from paretotune.pareto import rank_fronts
 from paretotune.store import RunDir
 
-from .conftest import column, two_shape_run, write_run
+from report.conftest import column, two_shape_run, write_run
 
 
 def test_csv_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

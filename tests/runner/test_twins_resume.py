@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from campaign.conftest import Crash, FakeEvaluator, write_campaign
-from campaign.invariants import check_engine_ledger, check_front, check_records
-from campaign.test_resume import SPACE, resume, start
-from paretotune.campaign.resume import open_run, prepare_resume
 from paretotune.records import TrialRecord
+from paretotune.runner.resume import open_run, prepare_resume
 from paretotune.search.twins import missing_twins
 from paretotune.store import RunDir
 from paretotune.store.checkpoint import Checkpointer
+from runner.conftest import Crash, FakeEvaluator, write_campaign
+from runner.invariants import check_engine_ledger, check_front, check_records
+from runner.test_resume import SPACE, resume, start
 
 
 def twins_of(out: Path) -> list[TrialRecord]:

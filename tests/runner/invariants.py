@@ -15,9 +15,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from paretotune.campaign.loop import minimization_vector
 from paretotune.pareto import rank_fronts
 from paretotune.records import TrialRecord
+from paretotune.runner.loop import minimization_vector
 from paretotune.store import RunDir
 from paretotune.store.checkpoint import read_checkpoint
 

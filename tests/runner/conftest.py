@@ -108,7 +108,7 @@ class FeedFakeEvaluator(FakeEvaluator):
 
 @pytest.fixture
 def feed_fake_evaluator(monkeypatch: pytest.MonkeyPatch) -> type[FakeEvaluator]:
-    from paretotune.campaign import loop
+    from paretotune.runner import loop
 
     FakeEvaluator.evaluations = Counter()
 
@@ -121,7 +121,7 @@ def feed_fake_evaluator(monkeypatch: pytest.MonkeyPatch) -> type[FakeEvaluator]:
 
 @pytest.fixture
 def fake_evaluator(monkeypatch: pytest.MonkeyPatch) -> type[FakeEvaluator]:
-    from paretotune.campaign import loop
+    from paretotune.runner import loop
 
     FakeEvaluator.evaluations = Counter()
 

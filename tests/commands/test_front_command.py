@@ -12,7 +12,7 @@ from paretotune.commands import front
 from paretotune.errors import UserError
 from paretotune.front import build_front
 
-from .conftest import write_run
+from pareto.conftest import write_run
 
 ACF = "ab" * 32
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from reliability.test_bad_environment import refused
 
-from campaign.conftest import Crash, write_campaign
-from campaign.test_resume import crash_after, start
+from runner.conftest import Crash, write_campaign
+from runner.test_resume import crash_after, start
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml"
 

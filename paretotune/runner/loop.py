@@ -20,17 +20,15 @@ Crash safety. Candidates pass two commit points (:mod:`paretotune.store.checkpoi
 3. *told*: after ``tell``, the engine checkpoint and the new counters are committed, with the candidates
    still in flight (none, between generations).
 
-A crash anywhere leaves a resumable run (:mod:`paretotune.campaign.resume`): the in-flight candidates of the
+A crash anywhere leaves a resumable run (:mod:`paretotune.runner.resume`): the in-flight candidates of the
 last commit that have a stored record are told from that record, not evaluated again (records are appended
 before ``tell``, so a crash between the two leaves stored records the engine still holds as pending), and the
 others are evaluated again under the same ids. Before the first commit, only the baseline can be stored.
 
-Costly engine checkpoints. CompileIQ's checkpoint grows with the run (~0.2-1 s per save after 200 records),
-and the steady schedule commits after every record: on a GPU campaign that held the loop thread long enough
-to leave the GPU idle. So where the evaluator measures on a GPU and the last engine save took at least
+Costly engine checkpoints. CompileIQ's checkpoint grows with the run (0.2-1 s a save after 150 records) and
+held the loop long enough to idle the GPU; where the evaluator measures on a GPU and a save took at least
 :data:`COSTLY_SAVE_S`, the engine is saved at most once per :data:`SAVE_SPACING` x that time (loop state and
-records are still committed every time). A crash between two engine saves loses what the engine learned since
-the last one (the resume restarts the engine; see ``Checkpointer.commit``), never an evaluation.
+records still every time). A crash between engine saves loses the engine's learning since, never an evaluation.
 
 After the budget, the no-ACF twins of front 0's ACF configs (:mod:`paretotune.search.twins`) go through the
 same two commit points as one more batch, never told to the engine; a resume adds only the missing ones.
@@ -38,21 +36,22 @@ same two commit points as one more batch, never told to the engine; a resume add
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from paretotune.campaign.load import Campaign, check_acf_files, make_adapter, make_objectives
+from paretotune.campaign.load import Campaign
+from paretotune.campaign.resolve import make_adapter, make_objectives
 from paretotune.errors import UserError
 from paretotune.execution.base import Evaluator
 from paretotune.kernels.base import baseline_config
 from paretotune.objectives.base import Objective
 from paretotune.pareto.attribution import TWIN_OF
 from paretotune.records import Candidate, TrialRecord
+from paretotune.runner.gpu_busy import record_timing
+from paretotune.runner.start import make_engine, objective_columns
 from paretotune.search.base import Proposal, SearchEngine
 from paretotune.search.twins import twin_candidates
 from paretotune.store.checkpoint import Checkpointer
@@ -82,12 +81,6 @@ COSTLY_SAVE_S = 0.05  # an engine save this long or longer is spaced out on GPU 
 SAVE_SPACING = 20.0  # ... to at most one per SAVE_SPACING x its duration: saves take <= ~5 % of the loop
 
 
-def objective_columns(campaign: Campaign, objectives: Sequence[Objective]) -> list[ObjectiveColumn]:
-    return [ObjectiveColumn(column=o.column(s.label, campaign.multi_shape), direction=o.effective_direction,
-                            objective=o.name, shape=s.label)
-            for s in campaign.shapes for o in objectives]
-
-
 def minimization_vector(record: TrialRecord, columns: Sequence[ObjectiveColumn]) -> tuple[float, ...] | None:
     """The record's objectives as a tuple to minimize, or None if it failed or has a missing value."""
     if record.status != "ok":
@@ -99,20 +92,6 @@ def minimization_vector(record: TrialRecord, columns: Sequence[ObjectiveColumn])
             return None
         out.append(-v if col.direction == "max" else v)
     return tuple(out)
-
-
-def make_engine(campaign: Campaign, adapter: Any, n_objectives: int) -> SearchEngine:
-    from paretotune.search.registry import make_engine as build
-
-    baseline = baseline_config(adapter, campaign.shapes)
-    if campaign.spec.search.strategy == "acf-only":  # no config knob is searched: the space is never derived
-        return build(campaign, {k: [v] for k, v in baseline.items()}, n_objectives)
-    # joint starts from the baseline config (per-shape baselines: the first shape's), when the kernel takes it
-    seed = baseline or adapter.default_config(campaign.shapes[0])
-    constraint = getattr(adapter, "constraint", lambda: None)()  # adapters without one take every config
-    if constraint is not None and not constraint(seed):
-        seed = {}
-    return build(campaign, adapter.space(), n_objectives, constraint=constraint, seed_config=seed)
 
 
 def make_evaluator(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Sequence[Objective]) -> Evaluator:
@@ -154,14 +133,10 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
 
     last_engine_save = [-math.inf]  # monotonic time of the last engine save
 
-    def spaced() -> bool:
-        """Whether engine saves are spaced out: the evaluator measures on a GPU, which waits while we save."""
-        return evaluator.measures_on_gpu
-
     def commit(pending: Iterable[Candidate], final: bool = False) -> None:
         assert engine is not None
-        now = time.monotonic()
-        save = (final or not spaced() or checkpoints.engine_save_s < COSTLY_SAVE_S
+        now = time.monotonic()  # a GPU waits while the loop saves: costly saves are spaced out there
+        save = (final or not evaluator.measures_on_gpu or checkpoints.engine_save_s < COSTLY_SAVE_S
                 or now - last_engine_save[0] >= SAVE_SPACING * checkpoints.engine_save_s)
         if save:
             last_engine_save[0] = now
@@ -299,7 +274,7 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
         search_started = time.monotonic()
         schedule = "steady" if steady_schedule(campaign, engine, evaluator) else "generational"
         steady() if schedule == "steady" else generational()
-        if spaced():
+        if evaluator.measures_on_gpu:
             commit((), final=True)  # the search's end: the engine as it finished, whatever the spacing skipped
         twins = twin_candidates(run.results(), run.directions(), next_id=state.next_id, generation=state.generation)
         if twins:  # attribution: the same configs without their ACFs (counted as evaluations, never told)
@@ -313,25 +288,6 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
     return written
 
 
-def search_timing(records: Sequence[TrialRecord], wall_s: float) -> dict[str, Any]:
-    """How busy the GPU worker was during the search: the seconds it spent on candidates (build, check and
-    timing; not the wait for a spare after a fault) over the search's wall time after the baseline, and the
-    GPU-side build seconds per measured candidate (near 0 when it finds the CPU pool's Triton cache entry)."""
-    measured = [r for r in records if r.measure_s > 0]
-    busy = sum(r.measure_s - r.stages.get("gpu_start_s", 0.0) for r in measured)
-    builds = [r.stages["gpu_build_s"] for r in measured if "gpu_build_s" in r.stages]
-    return {"candidates": len(records), "search_wall_s": round(wall_s, 3), "gpu_busy_s": round(busy, 3),
-            "gpu_busy_fraction": round(busy / wall_s, 4) if wall_s > 0 and measured else None,
-            "gpu_build_s_per_candidate": round(sum(builds) / len(builds), 4) if builds else None}
-
-
-def record_timing(run: RunDir, *, schedule: str | None, records: Sequence[TrialRecord], wall_s: float) -> None:
-    """Append this process's :func:`search_timing` to ``run.json`` (``timing``: one entry per run or resume)."""
-    meta = run.meta()
-    meta.setdefault("timing", []).append({"schedule": schedule, **search_timing(records, wall_s),
-                                          "ended": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-    run.write_meta(meta)
-
 
 def _candidate(p: Proposal, state: LoopState, acfs: AcfStore, ptxas: Ptxas, campaign: Campaign) -> Candidate:
     sha = None
@@ -342,61 +298,3 @@ def _candidate(p: Proposal, state: LoopState, acfs: AcfStore, ptxas: Ptxas, camp
                      engine_id=p.engine_id)
     state.next_id += 1
     return cand
-
-
-def run_meta(campaign: Campaign, ptxas: Ptxas, columns: Sequence[ObjectiveColumn], seed: int) -> dict[str, Any]:
-    import platform
-
-    from paretotune import __version__
-
-    versions: dict[str, str] = {"paretotune": __version__, "ptxas": ptxas.version, "python": platform.python_version()}
-    for dist in ("triton", "torch", "compileiq", "helion"):
-        try:  # package metadata: importing helion just for its version would take seconds
-            versions[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            pass
-    return {"campaign": campaign.spec.name, "campaign_path": str(campaign.path), "target": campaign.target.name,
-            "shapes": [s.label for s in campaign.shapes], "seed": seed, "versions": versions,
-            "ptxas_path": str(ptxas.path), "objective_columns": [c.__dict__ for c in columns],
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-
-
-def prepare_run(campaign: Campaign, ptxas: Ptxas, seed: int) -> dict[str, Any]:
-    """Everything that can be checked before a run directory exists (objectives, the kernel import and its
-    shapes, a CUDA GPU when an objective needs one); returns the run's metadata."""
-    from paretotune.execution.gpu_check import require_gpu_for
-
-    check_acf_files(campaign)
-    objectives = make_objectives(campaign)
-    adapter = make_adapter(campaign, trial_import=True)  # resolve the kernel before any work: a typo fails now
-    require_gpu_for(objectives, f"{campaign.path}: objectives", backend=campaign.spec.execution.backend)
-    meta = run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed)
-    meta["kernel"] = kernel_meta(campaign, adapter)
-    return meta
-
-
-def start_run(campaign: Campaign, out: Path, ptxas: Ptxas, seed: int) -> RunDir:
-    """Create the run directory with the campaign copy and metadata (for callers that lock it themselves)."""
-    objectives = make_objectives(campaign)
-    adapter = make_adapter(campaign)
-    meta = run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed)
-    meta["kernel"] = kernel_meta(campaign, adapter)
-    run = RunDir(out)
-    run.create(campaign.text, meta)
-    return run
-
-
-def kernel_meta(campaign: Campaign, adapter: Any) -> dict[str, Any]:
-    """Where each shape's baseline config came from, and what a derived space leaves out (``notes``: one line
-    each, printed by ``paretotune run``)."""
-    baselines = {s.label: adapter.default_config(s) for s in campaign.shapes}
-    sources = dict(getattr(adapter, "baseline_source", {}) or {})
-    notes = [f"baseline {label}: {sources[label]}" for label in baselines if label in sources]
-    if campaign.spec.search.strategy == "acf-only":
-        notes.append("strategy acf-only: every candidate keeps its shape's baseline config; only ACFs are searched")
-    else:
-        adapter.space()  # a derived space says what it restricts only once it is built
-        note = getattr(adapter, "space_note", None)
-        if note:
-            notes.append(note)
-    return {"baselines": baselines, "baseline_sources": sources, "notes": notes}

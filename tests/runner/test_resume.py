@@ -12,15 +12,16 @@ from typing import Any
 
 import pytest
 
-from campaign.conftest import Crash, FakeEvaluator, write_campaign
-from campaign.invariants import check_engine_ledger, check_front, check_records
 from paretotune.campaign.load import load_campaign
-from paretotune.campaign.loop import run_campaign, start_run
-from paretotune.campaign.resume import open_run, prepare_resume, resume_point
 from paretotune.errors import UserError
 from paretotune.records import TrialRecord
+from paretotune.runner.loop import run_campaign
+from paretotune.runner.resume import open_run, prepare_resume, resume_point
+from paretotune.runner.start import start_run
 from paretotune.store import RunDir
 from paretotune.store.checkpoint import Checkpointer, read_checkpoint
+from runner.conftest import Crash, FakeEvaluator, write_campaign
+from runner.invariants import check_engine_ledger, check_front, check_records
 
 SPACE = {"num_warps": [4, 8, 16, 32], "num_stages": [1, 2, 3, 4]}
 

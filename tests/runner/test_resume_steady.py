@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from campaign.conftest import Crash, FakeEvaluator, write_campaign
-from campaign.invariants import check_engine_ledger, check_front, check_records
-from campaign.test_resume import SPACE, assert_complete, crash_after, resume, start
 from paretotune.campaign.load import load_campaign
-from paretotune.campaign.resume import resume_point
-from paretotune.store import RunDir
 from paretotune.records import TrialRecord
+from paretotune.runner.resume import resume_point
+from paretotune.store import RunDir
 from paretotune.store.checkpoint import Checkpointer, read_checkpoint
+from runner.conftest import Crash, FakeEvaluator, write_campaign
+from runner.invariants import check_engine_ledger, check_front, check_records
+from runner.test_resume import SPACE, assert_complete, crash_after, resume, start
 
 
 def stored_ids(out: Path) -> set[int]:
@@ -167,7 +167,7 @@ class SteppingClock:
 
 def test_wall_clock_budget_stops_proposing_and_finishes_in_flight(tmp_path: Path, feed_fake_evaluator: Any,
                                                                   ptxas: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from paretotune.campaign import loop
+    from paretotune.runner import loop
 
     path = write_campaign(tmp_path)
     path.write_text(path.read_text().replace("  pool_size: 9\n", "  pool_size: 9\n  wall_clock_s: 20\n"))

@@ -22,11 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from paretotune.campaign.load import (Campaign, campaign_from_text, check_acf_files, check_toolchain, make_adapter,
-                                      make_objectives)
-from paretotune.campaign.loop import InFlight, LoopState, make_engine, objective_columns
+from paretotune.campaign.acf_check import check_acf_files, check_toolchain
+from paretotune.campaign.load import Campaign, campaign_from_text
+from paretotune.campaign.resolve import make_adapter, make_objectives
 from paretotune.errors import ToolchainError, UserError
 from paretotune.records import TrialRecord
+from paretotune.runner.loop import InFlight, LoopState
+from paretotune.runner.start import make_engine, objective_columns
 from paretotune.search.base import SearchEngine
 from paretotune.search.twins import missing_twins
 from paretotune.store.checkpoint import LoopCheckpoint, read_checkpoint

@@ -1,4 +1,4 @@
-"""On GPU campaigns a costly engine checkpoint is spaced out (campaign/loop.py), and the resume promise holds.
+"""On GPU campaigns a costly engine checkpoint is spaced out (runner/loop.py), and the resume promise holds.
 
 CompileIQ's checkpoint took ~1 s per save after 150 records on the dev box (0.2 s on the H200 host), and the
 steady schedule commits after every record: the loop thread then left the GPU idle a third of the time. Same
@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from campaign.conftest import Crash, FakeEvaluator, FeedFakeEvaluator, write_campaign
-from campaign.invariants import check_front, check_records
-from campaign.test_resume import crash_after, resume, start
-from paretotune.campaign.loop import COSTLY_SAVE_S
+from paretotune.runner.loop import COSTLY_SAVE_S
 from paretotune.search.compileiq_engine import CompileIQEngine
 from paretotune.store import RunDir
 from paretotune.store.checkpoint import Checkpointer
+from runner.conftest import Crash, FakeEvaluator, FeedFakeEvaluator, write_campaign
+from runner.invariants import check_front, check_records
+from runner.test_resume import crash_after, resume, start
 
 SLOW_SAVE_S = 0.06
 
@@ -50,7 +50,7 @@ def slow_saves(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 
 
 def use(monkeypatch: pytest.MonkeyPatch, cls: type[FakeEvaluator]) -> None:
-    from paretotune.campaign import loop
+    from paretotune.runner import loop
 
     FakeEvaluator.evaluations = Counter()
     monkeypatch.setattr(loop, "make_evaluator", lambda campaign, ptxas, run, objectives: cls(

@@ -1,0 +1,119 @@
+"""The run session the ``run`` and ``resume`` commands (and the API) share: claim the run directory, run or
+continue the loop with a progress bar, print what it found.
+
+``run`` starts with :func:`start_and_execute`, ``resume`` (and ``run --resume`` on a run that exists) with
+:func:`resume_run`; both end in :func:`execute`. Everything checkable is checked before the first compile.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from paretotune.errors import UserError
+from paretotune.runner.progress_bar import BestSoFar, ProgressBar
+
+if TYPE_CHECKING:
+    from paretotune.campaign.load import Campaign
+    from paretotune.runner.resume import ResumePoint
+    from paretotune.search.base import SearchEngine
+    from paretotune.store.run_dir import RunDir
+    from paretotune.toolchain.ptxas import Ptxas
+
+
+def start_and_execute(campaign: Campaign, out: Path, ptxas: Ptxas, *, quiet: bool, as_json: bool = False) -> int:
+    """Check everything checkable (a CUDA GPU when an objective needs one included), then claim ``out`` and
+    run; a start that fails before the first checkpoint leaves nothing behind (``run`` and the API share it)."""
+    from paretotune.runner.start import prepare_run
+    from paretotune.store.checkpoint import CHECKPOINT
+    from paretotune.store.run_dir import RunDir
+
+    meta = prepare_run(campaign, ptxas, campaign.spec.seed)  # everything checkable, before the folder exists
+    for note in meta.get("kernel", {}).get("notes", []):
+        print(note, file=sys.stderr if as_json else sys.stdout)  # --json keeps stdout one JSON document
+    run = RunDir(out)
+    with run.claim() as made_here:  # the lock is held before anything is written
+        try:
+            run.write_new(campaign.text, meta)
+            return execute(campaign, run, ptxas, quiet=quiet, as_json=as_json)
+        except BaseException as exc:
+            if not (run.path / CHECKPOINT).exists():  # nothing but (at most) a baseline: no half-made run
+                run.discard(made_here)
+                if isinstance(exc, UserError):
+                    raise UserError(f"{exc} (nothing was kept: {run.path} "
+                                    f"{'removed' if made_here else 'emptied'})") from None
+            raise
+
+
+def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engine: SearchEngine | None = None,
+            point: ResumePoint | None = None, as_json: bool = False) -> int:
+    """Run (or continue) the loop with a progress bar, then print the front."""
+    from paretotune.runner.loop import run_campaign
+
+    total = campaign.spec.search.budget + 1
+    before = len(point.records) if point is not None else 0
+    started = time.perf_counter()
+    best = BestSoFar(run.objective_columns(), point.records if point is not None else [])
+    with ProgressBar(total, quiet, before, best) as advance:
+        records = run_campaign(campaign, run, ptxas, on_record=advance, engine=engine,
+                               state=point.state if point else None, in_flight=point.in_flight if point else None)
+    failed = sum(r.status != "ok" for r in records)
+    stored = f" ({before + len(records)} stored in all)" if point is not None else ""
+    _write_progress(run)
+    if as_json:
+        from paretotune.front import build_front, render_json
+
+        print(render_json(build_front(run.path)))
+        return 0
+    print(f"\n{len(records)} candidates evaluated ({failed} failed) in {time.perf_counter() - started:.1f} s{stored}")
+    timing = (run.meta().get("timing") or [{}])[-1]
+    if timing.get("gpu_busy_fraction") is not None:
+        build = timing.get("gpu_build_s_per_candidate")
+        print(f"GPU busy {100 * timing['gpu_busy_fraction']:.0f} % of the {timing['search_wall_s']:.1f} s after the "
+              f"baseline ({timing['schedule']} schedule"
+              + (f", GPU-side build {build:.3f} s per candidate)" if build is not None else ")"))
+    print_front(run)
+    return 0
+
+
+def _write_progress(run: RunDir) -> None:
+    """Hypervolume after each evaluation, for the report's progress chart (skipped without a baseline)."""
+    from paretotune.pareto import NoBaselineError
+    from paretotune.search.progress import hypervolume_progress
+
+    try:
+        hypervolume_progress(run.path)
+    except NoBaselineError:
+        pass
+
+
+def print_front(run: RunDir) -> None:
+    """The ranked front as ``paretotune front`` prints it, then where the run's files are."""
+    from paretotune.front import build_front, render_text
+
+    print(render_text(build_front(run.path)))
+    print(f"\nrun directory: {run.path}\n  results: {run.path / 'results.jsonl'}\n  ACFs:    {run.path / 'acf'}")
+
+
+def resume_run(path: Path, *, quiet: bool, expect: Campaign | None = None, seed: int | None = None) -> int:
+    """Continue the run in ``path``; everything is checked before any compile (see
+    :func:`paretotune.runner.resume.prepare_resume`)."""
+    from paretotune.campaign.resolve import make_objectives
+    from paretotune.execution.gpu_check import require_gpu_for
+    from paretotune.runner.resume import open_run, prepare_resume
+    from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
+
+    run = open_run(path)
+    ptxas = find_ptxas()
+    export_for_triton(ptxas)
+    with run.lock():
+        plan = prepare_resume(run, ptxas, expect=expect, seed=seed)
+        if plan.complete:
+            print(f"{run.path}: complete ({plan.point.state.evaluated} of {plan.campaign.spec.search.budget} "
+                  "evaluations); nothing to resume")
+            print_front(run)
+            return 0
+        require_gpu_for(make_objectives(plan.campaign), f"{plan.campaign.path}: objectives",
+                        backend=plan.campaign.spec.execution.backend)
+        return execute(plan.campaign, run, ptxas, quiet=quiet, engine=plan.engine, point=plan.point)

@@ -1,0 +1,99 @@
+"""What a run is made of before its loop starts: the objective columns, the engine, and ``run.json``'s
+metadata; :func:`prepare_run` checks everything checkable before the run directory exists, so a typo never
+costs a compile and a failed start leaves nothing behind."""
+from __future__ import annotations
+
+import importlib.metadata
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from paretotune.campaign.acf_check import check_acf_files
+from paretotune.campaign.load import Campaign
+from paretotune.campaign.resolve import make_adapter, make_objectives
+from paretotune.kernels.base import baseline_config
+from paretotune.objectives.base import Objective
+from paretotune.search.base import SearchEngine
+from paretotune.store.run_dir import ObjectiveColumn, RunDir
+from paretotune.toolchain.ptxas import Ptxas
+
+
+def objective_columns(campaign: Campaign, objectives: Sequence[Objective]) -> list[ObjectiveColumn]:
+    return [ObjectiveColumn(column=o.column(s.label, campaign.multi_shape), direction=o.effective_direction,
+                            objective=o.name, shape=s.label)
+            for s in campaign.shapes for o in objectives]
+
+
+
+def make_engine(campaign: Campaign, adapter: Any, n_objectives: int) -> SearchEngine:
+    from paretotune.search.registry import make_engine as build
+
+    baseline = baseline_config(adapter, campaign.shapes)
+    if campaign.spec.search.strategy == "acf-only":  # no config knob is searched: the space is never derived
+        return build(campaign, {k: [v] for k, v in baseline.items()}, n_objectives)
+    # joint starts from the baseline config (per-shape baselines: the first shape's), when the kernel takes it
+    seed = baseline or adapter.default_config(campaign.shapes[0])
+    constraint = getattr(adapter, "constraint", lambda: None)()  # adapters without one take every config
+    if constraint is not None and not constraint(seed):
+        seed = {}
+    return build(campaign, adapter.space(), n_objectives, constraint=constraint, seed_config=seed)
+
+
+
+def run_meta(campaign: Campaign, ptxas: Ptxas, columns: Sequence[ObjectiveColumn], seed: int) -> dict[str, Any]:
+    import platform
+
+    from paretotune import __version__
+
+    versions: dict[str, str] = {"paretotune": __version__, "ptxas": ptxas.version, "python": platform.python_version()}
+    for dist in ("triton", "torch", "compileiq", "helion"):
+        try:  # package metadata: importing helion just for its version would take seconds
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return {"campaign": campaign.spec.name, "campaign_path": str(campaign.path), "target": campaign.target.name,
+            "shapes": [s.label for s in campaign.shapes], "seed": seed, "versions": versions,
+            "ptxas_path": str(ptxas.path), "objective_columns": [c.__dict__ for c in columns],
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+def prepare_run(campaign: Campaign, ptxas: Ptxas, seed: int) -> dict[str, Any]:
+    """Everything that can be checked before a run directory exists (objectives, the kernel import and its
+    shapes, a CUDA GPU when an objective needs one); returns the run's metadata."""
+    from paretotune.execution.gpu_check import require_gpu_for
+
+    check_acf_files(campaign)
+    objectives = make_objectives(campaign)
+    adapter = make_adapter(campaign, trial_import=True)  # resolve the kernel before any work: a typo fails now
+    require_gpu_for(objectives, f"{campaign.path}: objectives", backend=campaign.spec.execution.backend)
+    meta = run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed)
+    meta["kernel"] = kernel_meta(campaign, adapter)
+    return meta
+
+
+def start_run(campaign: Campaign, out: Path, ptxas: Ptxas, seed: int) -> RunDir:
+    """Create the run directory with the campaign copy and metadata (for callers that lock it themselves)."""
+    objectives = make_objectives(campaign)
+    adapter = make_adapter(campaign)
+    meta = run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed)
+    meta["kernel"] = kernel_meta(campaign, adapter)
+    run = RunDir(out)
+    run.create(campaign.text, meta)
+    return run
+
+
+def kernel_meta(campaign: Campaign, adapter: Any) -> dict[str, Any]:
+    """Where each shape's baseline config came from, and what a derived space leaves out (``notes``: one line
+    each, printed by ``paretotune run``)."""
+    baselines = {s.label: adapter.default_config(s) for s in campaign.shapes}
+    sources = dict(getattr(adapter, "baseline_source", {}) or {})
+    notes = [f"baseline {label}: {sources[label]}" for label in baselines if label in sources]
+    if campaign.spec.search.strategy == "acf-only":
+        notes.append("strategy acf-only: every candidate keeps its shape's baseline config; only ACFs are searched")
+    else:
+        adapter.space()  # a derived space says what it restricts only once it is built
+        note = getattr(adapter, "space_note", None)
+        if note:
+            notes.append(note)
+    return {"baselines": baselines, "baseline_sources": sources, "notes": notes}
