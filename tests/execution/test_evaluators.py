@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from paretotune.campaign.load import load_campaign, make_objectives
+from paretotune.campaign.load import load_campaign
+from paretotune.campaign.resolve import make_objectives
 from paretotune.errors import UserError
 from paretotune.execution.base import BuildPool, Built, Feed, Measured, failed_record
 from paretotune.execution.evaluators import GpuEvaluator

@@ -114,7 +114,8 @@ def test_hang_is_cut_at_the_limit_scaled_from_the_baseline(tmp_path: Path, real_
     assert sum(r.status == "ok" for r in records) == len(records) - len(hung)
 
     # a resumed run does not measure its baseline again: the evaluator takes the limit from the stored one
-    from paretotune.campaign.load import load_campaign, make_objectives
+    from paretotune.campaign.load import load_campaign
+    from paretotune.campaign.resolve import make_objectives
     from paretotune.execution.evaluators import StaticEvaluator
     from paretotune.execution.select import evaluator_for
     from paretotune.toolchain.ptxas import find_ptxas
