@@ -240,15 +240,15 @@ class HelionAdapter:
         return inputs, tuple(self.spec.args(inputs, shape.params))
 
     def check_shape(self, shape: Shape, config: Mapping[str, Any]) -> None:
-        def make(params: Mapping[str, Any]) -> None:
-            self.spec.args(self.spec.inputs(params, "meta", 0), params)
-
+        """The factories on meta, else on CPU (some need real tensors): a bad value fails here, naming the shape."""
+        def make(device: str) -> Callable[[Mapping[str, Any]], None]:
+            return lambda params: self.spec.args(self.spec.inputs(params, device, 0), params)
         try:
-            check_shape_keys(shape.params, make)
+            check_shape_keys(shape.params, make("meta"))
         except (KeyError, UnknownShapeKey):
             raise
-        except Exception:  # noqa: BLE001, S110 - some factories need real tensors (AotBinder.bind falls back to CPU)
-            pass
+        except Exception:  # noqa: BLE001 - some factories need real tensors
+            check_shape_keys(shape.params, make("cpu"))
 
     def check_space(self, space: Mapping[str, list[Any]]) -> None:
         """Helion checks its own config values when it builds one; nothing is known to refuse earlier."""

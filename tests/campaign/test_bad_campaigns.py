@@ -41,6 +41,7 @@ TABLE: dict[str, str] = {
     # a Helion kernel's shapes go through its adapter's check_shape too (kernels/base.py: every adapter has one)
     "shape_helion_key_typo": r"shapes\[0\]\.dtyp: kernel 'helion_softmax' has no shape key 'dtyp' \(it reads: M, N",
     "shape_helion_missing_size": r"shapes\[0\]: kernel 'helion_softmax' cannot make inputs .*missing parameter 'N'",
+    "shape_helion_bad_dtype": r"shapes\[0\]: kernel 'helion_softmax' cannot make inputs .*has no attribute 'float17'",
     "shape_size_is_a_list": r"shapes\[0\]\.M: must be a number or a string",
     "objectives_missing": r"objectives: required field is missing",
     "objectives_empty": r"objectives: List should have at least 1 item",
