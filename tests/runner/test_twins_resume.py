@@ -4,6 +4,7 @@ Same setup as test_resume.py: the loop, store, checkpoints and CompileIQ are rea
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,23 @@ from paretotune.store.checkpoint import Checkpointer
 from runner.conftest import Crash, FakeEvaluator, write_campaign
 from runner.invariants import check_engine_ledger, check_front, check_records
 from runner.test_resume import SPACE, resume, start
+
+
+@pytest.fixture(autouse=True)
+def acf_points_on_the_front(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every measured ACF candidate gets the best value of each objective, so front 0 always holds ACF points
+    and the run has twins to add (with the fake's hashed values alone, CompileIQ's unseeded samples sometimes
+    left only no-ACF points on the front, and these tests then had nothing to test)."""
+    real = FakeEvaluator._one
+    best = {"spill_bytes": 0.0, "registers": 1.0, "theoretical_occupancy": 100.0}
+
+    def one(self: FakeEvaluator, c: Any) -> TrialRecord:
+        rec = real(self, c)
+        if rec.status != "ok" or c.acf is None:
+            return rec
+        return dataclasses.replace(rec, values={k: best[k] for k in rec.values})
+
+    monkeypatch.setattr(FakeEvaluator, "_one", one)
 
 
 def twins_of(out: Path) -> list[TrialRecord]:
