@@ -131,15 +131,15 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
         if on_record:
             on_record(rec)
 
-    last_engine_save = [-math.inf]  # monotonic time of the last engine save
+    saved_at, behind = -math.inf, False  # the last engine save; whether a commit skipped one since
 
     def commit(pending: Iterable[Candidate], final: bool = False) -> None:
+        nonlocal saved_at, behind
         assert engine is not None
         now = time.monotonic()  # a GPU waits while the loop saves: costly saves are spaced out there
         save = (final or not evaluator.measures_on_gpu or checkpoints.engine_save_s < COSTLY_SAVE_S
-                or now - last_engine_save[0] >= SAVE_SPACING * checkpoints.engine_save_s)
-        if save:
-            last_engine_save[0] = now
+                or now - saved_at >= SAVE_SPACING * checkpoints.engine_save_s)
+        saved_at, behind = (now, False) if save else (saved_at, True)
         checkpoints.commit(engine, next_id=state.next_id, evaluated=state.evaluated, generation=state.generation,
                            elapsed_s=state.elapsed_s + now - started, pending=tuple(pending), save_engine=save)
 
@@ -274,8 +274,8 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
         search_started = time.monotonic()
         schedule = "steady" if steady_schedule(campaign, engine, evaluator) else "generational"
         steady() if schedule == "steady" else generational()
-        if evaluator.measures_on_gpu:
-            commit((), final=True)  # the search's end: the engine as it finished, whatever the spacing skipped
+        if behind:
+            commit((), final=True)  # the search's end: the engine as it finished, where spacing skipped saves
         twins = twin_candidates(run.results(), run.directions(), next_id=state.next_id, generation=state.generation)
         if twins:  # attribution: the same configs without their ACFs (counted as evaluations, never told)
             state.next_id += len(twins)

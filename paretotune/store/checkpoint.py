@@ -95,10 +95,11 @@ class Checkpointer:
         state that names it."""
         seq = (self.last.seq if self.last else 0) + 1
         name = f"{ENGINE_PREFIX}{seq:06d}.ckpt"
-        started = time.perf_counter()
         try:
-            saved = engine.save(str(self.run / name)) if save_engine else False
+            saved = False
             if save_engine:
+                started = time.perf_counter()
+                saved = engine.save(str(self.run / name))
                 self.engine_save_s = time.perf_counter() - started
         except Exception as exc:  # noqa: BLE001 - a failed engine checkpoint must not stop the campaign
             saved = False
