@@ -25,8 +25,8 @@ last commit that have a stored record are told from that record, not evaluated a
 before ``tell``, so a crash between the two leaves stored records the engine still holds as pending), and the
 others are evaluated again under the same ids. Before the first commit, only the baseline can be stored.
 
-Costly engine checkpoints. CompileIQ's checkpoint grows with the run (0.2-1 s a save after 150 records) and
-held the loop long enough to idle the GPU; where the evaluator measures on a GPU and a save took at least
+Costly engine checkpoints. CompileIQ's checkpoint grows with the run (0.13 s a save at 50 records, 0.5 s at 200) and
+held the loop while the GPU waited; where the evaluator measures on a GPU and a save took at least
 :data:`COSTLY_SAVE_S`, the engine is saved at most once per :data:`SAVE_SPACING` x that time (loop state and
 records still every time). A crash between engine saves loses the engine's learning since, never an evaluation.
 
