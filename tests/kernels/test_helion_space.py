@@ -225,3 +225,19 @@ def test_fragments_helion_does_not_enumerate_get_a_seeded_sample() -> None:
     assert all(1 <= v <= 100_000 for v in values) and values == _fragment_values(wide)
     perm = _fragment_values(PermutationFragment(4))
     assert perm[0] == [0, 1, 2, 3] and all(sorted(p) == [0, 1, 2, 3] for p in perm)
+
+
+def test_campaign_narrows_helion_knobs_with_list_values(tmp_path: Path) -> None:
+    """Helion's config values are whole lists (``block_sizes: [[2]]``, ``reduction_loops: [[null]]``):
+    ``kernel.space`` takes them, so a campaign can hold knobs at given values (configs/pretuned's occupancy
+    campaign holds every knob but num_warps at the heuristic's)."""
+    from paretotune.campaign.load import load_campaign
+    from paretotune.campaign.resolve import make_adapter
+
+    path = tmp_path / "c.yaml"
+    path.write_text('name: narrowed\nkernel:\n  source: "paretotune.kernels.bundled.helion_softmax:helion_softmax"\n'
+                    '  space: {block_sizes: [[2]], reduction_loops: [[null], [512]], num_warps: [8]}\n'
+                    'shapes: [{name: s, M: 256, N: 512, dtype: float16}]\nobjectives: [registers]\ntarget: sm_90\n')
+    space = make_adapter(load_campaign(path)).space()
+    assert space["block_sizes"] == [[2]] and space["reduction_loops"] == [[None], [512]]
+    assert space["num_warps"] == [8] and space["num_stages"] == [1, 2, 3]  # a knob not named keeps its values
