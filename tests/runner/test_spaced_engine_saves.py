@@ -18,7 +18,7 @@ import pytest
 from paretotune.runner.loop import COSTLY_SAVE_S
 from paretotune.search.compileiq_engine import CompileIQEngine
 from paretotune.store import RunDir
-from paretotune.store.checkpoint import Checkpointer
+from paretotune.store.checkpoint import Checkpointer, read_checkpoint
 from runner.conftest import Crash, FakeEvaluator, FeedFakeEvaluator, write_campaign
 from runner.invariants import check_front, check_records
 from runner.test_resume import crash_after, resume, start
@@ -67,6 +67,8 @@ def test_gpu_campaign_spaces_out_costly_engine_saves(tmp_path: Path, ptxas: Any,
     check_front(tmp_path / "run")
     assert slow_saves["saves"] < slow_saves["commits"] / 2, slow_saves
     assert not {i: n for i, n in FakeEvaluator.evaluations.items() if n != 1}
+    cp = read_checkpoint(tmp_path / "run")  # the search's end saved the engine: a resume restores, not restarts
+    assert cp is not None and cp.engine_file is not None and not cp.engine_pending
 
 
 def test_static_campaign_saves_the_engine_at_every_commit(tmp_path: Path, ptxas: Any, slow_saves: Counter[str],
