@@ -106,30 +106,24 @@ class FeedFakeEvaluator(FakeEvaluator):
             yield from super().stream(got)
 
 
-@pytest.fixture
-def feed_fake_evaluator(monkeypatch: pytest.MonkeyPatch) -> type[FakeEvaluator]:
+def use_fake_evaluator(monkeypatch: pytest.MonkeyPatch, cls: type[FakeEvaluator]) -> type[FakeEvaluator]:
+    """The loop builds ``cls`` instead of a real evaluator; the evaluation counts start from zero."""
     from paretotune.runner import loop
 
     FakeEvaluator.evaluations = Counter()
-
-    def make(campaign: Any, ptxas: Any, run: Any, objectives: Any) -> FakeEvaluator:
-        return FeedFakeEvaluator([o.name for o in objectives])
-
-    monkeypatch.setattr(loop, "make_evaluator", make)
+    monkeypatch.setattr(loop, "make_evaluator", lambda campaign, ptxas, run, objectives: cls(
+        [o.name for o in objectives]))
     return FakeEvaluator
+
+
+@pytest.fixture
+def feed_fake_evaluator(monkeypatch: pytest.MonkeyPatch) -> type[FakeEvaluator]:
+    return use_fake_evaluator(monkeypatch, FeedFakeEvaluator)
 
 
 @pytest.fixture
 def fake_evaluator(monkeypatch: pytest.MonkeyPatch) -> type[FakeEvaluator]:
-    from paretotune.runner import loop
-
-    FakeEvaluator.evaluations = Counter()
-
-    def make(campaign: Any, ptxas: Any, run: Any, objectives: Any) -> FakeEvaluator:
-        return FakeEvaluator([o.name for o in objectives])
-
-    monkeypatch.setattr(loop, "make_evaluator", make)
-    return FakeEvaluator
+    return use_fake_evaluator(monkeypatch, FakeEvaluator)
 
 
 @pytest.fixture(scope="session")

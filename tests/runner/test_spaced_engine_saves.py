@@ -19,7 +19,7 @@ from paretotune.runner.loop import COSTLY_SAVE_S
 from paretotune.search.compileiq_engine import CompileIQEngine
 from paretotune.store import RunDir
 from paretotune.store.checkpoint import Checkpointer, read_checkpoint
-from runner.conftest import Crash, FakeEvaluator, FeedFakeEvaluator, write_campaign
+from runner.conftest import Crash, FakeEvaluator, FeedFakeEvaluator, use_fake_evaluator, write_campaign
 from runner.invariants import check_front, check_records
 from runner.test_resume import crash_after, resume, start
 
@@ -50,18 +50,10 @@ def slow_saves(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     return counts
 
 
-def use(monkeypatch: pytest.MonkeyPatch, cls: type[FakeEvaluator]) -> None:
-    from paretotune.runner import loop
-
-    FakeEvaluator.evaluations = Counter()
-    monkeypatch.setattr(loop, "make_evaluator", lambda campaign, ptxas, run, objectives: cls(
-        [o.name for o in objectives]))
-
-
 def test_gpu_campaign_spaces_out_costly_engine_saves(tmp_path: Path, ptxas: Any, slow_saves: Counter[str],
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     assert SLOW_SAVE_S >= COSTLY_SAVE_S
-    use(monkeypatch, GpuFeedFakeEvaluator)
+    use_fake_evaluator(monkeypatch, GpuFeedFakeEvaluator)
     start(write_campaign(tmp_path), tmp_path / "run", ptxas)
     check_records(tmp_path / "run", 27)
     check_front(tmp_path / "run")
@@ -73,7 +65,7 @@ def test_gpu_campaign_spaces_out_costly_engine_saves(tmp_path: Path, ptxas: Any,
 
 def test_static_campaign_saves_the_engine_at_every_commit(tmp_path: Path, ptxas: Any, slow_saves: Counter[str],
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    use(monkeypatch, FeedFakeEvaluator)
+    use_fake_evaluator(monkeypatch, FeedFakeEvaluator)
     start(write_campaign(tmp_path), tmp_path / "run", ptxas)
     check_records(tmp_path / "run", 27)
     assert slow_saves["saves"] == slow_saves["commits"], slow_saves
@@ -84,7 +76,7 @@ def test_crash_between_spaced_saves_loses_and_repeats_nothing(tmp_path: Path, pt
                                                               monkeypatch: pytest.MonkeyPatch, n: int) -> None:
     """A resume after a commit that skipped the engine save restarts or restores the engine; every stored
     record stays, none is evaluated again, and the run completes to its budget."""
-    use(monkeypatch, GpuFeedFakeEvaluator)
+    use_fake_evaluator(monkeypatch, GpuFeedFakeEvaluator)
     out = tmp_path / "run"
     with pytest.raises(Crash):
         start(write_campaign(tmp_path), out, ptxas, on_record=crash_after(n))
