@@ -159,14 +159,14 @@ def test_many_crashes_in_a_row(tmp_path: Path, fake_evaluator: Any, ptxas: Any) 
     assert resume(out, ptxas) == []  # complete: nothing to do
 
 
-def test_seeded_engine_resumes_to_the_uninterrupted_result(tmp_path: Path, fake_evaluator: Any, ptxas: Any) -> None:
-    """With a deterministic engine (random, seeded, no generated ACFs) a crashed-and-resumed run proposes and
-    stores exactly what an uninterrupted run does: the strong form of the check CompileIQ cannot support."""
+def crashed_twice_equals_uninterrupted(tmp_path: Path, ptxas: Any) -> Path:
+    """Seeded random search run once uninterrupted (a/) and once crashed twice and resumed (b/): both store the
+    same candidates with the same values and the same front. Returns b's run folder."""
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     kw: dict[str, Any] = {"engine": "random", "acf": "none", "generations": 2, "pool_size": 6}
     start(write_campaign(tmp_path / "a", **kw), tmp_path / "a" / "run", ptxas)
-    fake_evaluator.evaluations.clear()
+    FakeEvaluator.evaluations.clear()
     with pytest.raises(Crash):
         start(write_campaign(tmp_path / "b", **kw), tmp_path / "b" / "run", ptxas, on_record=crash_after(4))
     with pytest.raises(Crash):
@@ -179,6 +179,13 @@ def test_seeded_engine_resumes_to_the_uninterrupted_result(tmp_path: Path, fake_
 
     assert table(tmp_path / "a" / "run") == table(tmp_path / "b" / "run")
     assert check_front(tmp_path / "a" / "run") == check_front(tmp_path / "b" / "run")
+    return tmp_path / "b" / "run"
+
+
+def test_seeded_engine_resumes_to_the_uninterrupted_result(tmp_path: Path, fake_evaluator: Any, ptxas: Any) -> None:
+    """With a deterministic engine (random, seeded, no generated ACFs) a crashed-and-resumed run proposes and
+    stores exactly what an uninterrupted run does: the strong form of the check CompileIQ cannot support."""
+    crashed_twice_equals_uninterrupted(tmp_path, ptxas)
 
 
 def test_engine_without_restore_starts_afresh(tmp_path: Path, fake_evaluator: Any, ptxas: Any,

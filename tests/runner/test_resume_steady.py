@@ -6,7 +6,6 @@ evaluator that takes a Feed, so the loop runs its steady schedule.
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from paretotune.store import RunDir
 from paretotune.store.checkpoint import Checkpointer, read_checkpoint
 from runner.conftest import Crash, FakeEvaluator, write_campaign
 from runner.invariants import check_engine_ledger, check_front, check_records
-from runner.test_resume import SPACE, assert_complete, crash_after, resume, start
+from runner.test_resume import SPACE, assert_complete, crash_after, crashed_twice_equals_uninterrupted, resume, start
 
 
 def stored_ids(out: Path) -> set[int]:
@@ -129,23 +128,8 @@ def test_many_crashes_in_a_row(tmp_path: Path, feed_fake_evaluator: Any, ptxas: 
 def test_seeded_engine_resumes_to_the_uninterrupted_result(tmp_path: Path, feed_fake_evaluator: Any,
                                                            ptxas: Any) -> None:
     """Random search, seeded: a crashed-and-resumed steady run stores exactly what an uninterrupted one does."""
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    kw: dict[str, Any] = {"engine": "random", "acf": "none", "generations": 2, "pool_size": 6}
-    start(write_campaign(tmp_path / "a", **kw), tmp_path / "a" / "run", ptxas)
-    with pytest.raises(Crash):
-        start(write_campaign(tmp_path / "b", **kw), tmp_path / "b" / "run", ptxas, on_record=crash_after(4))
-    with pytest.raises(Crash):
-        resume(tmp_path / "b" / "run", ptxas, on_record=crash_after(5))
-    resume(tmp_path / "b" / "run", ptxas)
-
-    def table(run: Path) -> list[tuple[int, str, str]]:
-        return sorted((r.candidate_id, json.dumps(r.config, sort_keys=True), json.dumps(r.values, sort_keys=True))
-                      for r in check_records(run, 12))
-
-    assert table(tmp_path / "a" / "run") == table(tmp_path / "b" / "run")
-    assert check_front(tmp_path / "a" / "run") == check_front(tmp_path / "b" / "run")
-    assert read_checkpoint(tmp_path / "b" / "run").pending == ()
+    run = crashed_twice_equals_uninterrupted(tmp_path, ptxas)
+    assert read_checkpoint(run).pending == ()
     assert SPACE  # the same knob space as the generational tests
 
 
