@@ -180,6 +180,12 @@ class EvaluationSpec(_Strict):
     compile_timeout_vs_baseline: float = Field(default=30.0, ge=0)
     compile_timeout_min_s: float = Field(default=10.0, gt=0)
     measure_timeout_s: float = Field(default=60.0, gt=0)
+    # A search candidate's GPU measurement is cut off, per shape, at this multiple of the baseline's measurement
+    # time, never sooner than measure_timeout_min_s nor later than measure_timeout_s (0: always
+    # measure_timeout_s). Some sampled ACFs build kernels that never finish; each one held the GPU worker for the
+    # full limit (a joint layer_norm campaign on the H200 stored 2 records in 159 s, 2026-12-01).
+    measure_timeout_vs_baseline: float = Field(default=20.0, ge=0)
+    measure_timeout_min_s: float = Field(default=10.0, gt=0)
     # GPU worker processes kept ready to take over after a CUDA fault (each holds a CUDA context). On the H200
     # host a replacement took ~8 s to be ready while faulting ACFs came a few seconds apart (2026-11-30)
     gpu_spares: StrictInt = Field(default=3, ge=0, le=8)

@@ -23,6 +23,18 @@ def failed_record(candidate: Candidate, error: str, compile_s: float = 0.0) -> T
                        compile_s=compile_s)
 
 
+def measure_time_limit(evaluation: Any, baseline_s_per_shape: float | None) -> float:
+    """Seconds a search candidate's GPU measurement may take per shape: ``measure_timeout_vs_baseline`` times
+    the baseline's (its measurement includes opening the shape and the first build, so the factor is
+    generous), within [``measure_timeout_min_s``, ``measure_timeout_s``]; ``measure_timeout_s`` before the
+    baseline is measured or when the factor is 0. A kernel that never finishes then costs seconds, not a
+    minute per shape."""
+    if not evaluation.measure_timeout_vs_baseline or not baseline_s_per_shape or baseline_s_per_shape <= 0:
+        return float(evaluation.measure_timeout_s)
+    scaled = max(evaluation.measure_timeout_min_s, evaluation.measure_timeout_vs_baseline * baseline_s_per_shape)
+    return float(min(evaluation.measure_timeout_s, round(scaled, 1)))
+
+
 class Feed:
     """Candidates that arrive while :meth:`.pool.WorkerPool.run` is running: the campaign loop puts each batch the
     engine proposes, and closes the feed when it proposes no more. A worker that frees up takes the next one at

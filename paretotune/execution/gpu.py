@@ -16,7 +16,7 @@ from typing import Any
 
 from paretotune.campaign.load import Campaign
 from paretotune.execution.arms import input_seed
-from paretotune.execution.base import BuildPool, Built, Feed, Measured
+from paretotune.execution.base import BuildPool, Built, Feed, Measured, measure_time_limit
 from paretotune.execution.gpu_worker import GpuJob, serve
 from paretotune.execution.ncu_measure import measure_batch
 from paretotune.execution.pool import adopt_environment, in_background, worker_context
@@ -115,19 +115,26 @@ class GpuWorker:
         self._proc = self._conn = None
         self.restarts += 1
 
-    def run(self, job: GpuJob, n_shapes: int) -> tuple[str, Any]:
-        """('ok', per-shape dict) | ('failed', reason). Never raises for a candidate's fault."""
+    def run(self, job: GpuJob, n_shapes: int, timeout_s: float | None = None) -> tuple[str, Any]:
+        """('ok', per-shape dict) | ('failed', reason). Never raises for a candidate's fault. ``timeout_s``:
+        seconds per shape (default: the worker's); a timeout names the phase the candidate was in."""
         self.last_start_s = 0.0
         if self._proc is None or not self._proc.is_alive():
             t0 = time.perf_counter()
             self._start()
             self.last_start_s = time.perf_counter() - t0  # waiting for a (spare) worker to be ready
+        limit = (timeout_s or self.timeout_s) * n_shapes
+        deadline, phase = time.monotonic() + limit, "sending the job"
         try:
             self._conn.send(job)
-            if not self._conn.poll(self.timeout_s * n_shapes):
-                self._restart()
-                return "failed", f"GPU measurement timed out after {self.timeout_s * n_shapes:.0f} s"
-            status, payload = self._conn.recv()
+            while True:
+                if not self._conn.poll(max(0.0, deadline - time.monotonic())):
+                    self._restart()
+                    return "failed", f"GPU measurement timed out after {limit:.0f} s ({phase})"
+                status, payload = self._conn.recv()
+                if status != "phase":
+                    break
+                phase = payload
         except (EOFError, OSError, BrokenPipeError):
             code = self._proc.exitcode if self._proc is not None else None
             self._restart()
@@ -150,6 +157,7 @@ class LocalGpuMeasurer:
         ev = campaign.spec.evaluation
         self.gpu = GpuWorker(campaign, ptxas, ev.measure_timeout_s, ev.gpu_spares)
         self._todo: deque[TrialRecord] = deque()
+        self._limit_s: float | None = None  # per shape, once the baseline is measured (measure_time_limit)
 
     def events(self, pool: BuildPool, candidates: Sequence[Candidate] | Feed) -> Iterator[Built | Measured]:
         self.gpu.prestart()  # the GPU worker imports while the first compile runs
@@ -165,9 +173,13 @@ class LocalGpuMeasurer:
     def _measure(self, rec: TrialRecord) -> Measured:
         acf = str(self.run.acf_path(rec.acf)) if rec.acf else None  # the record carries its candidate
         start = time.perf_counter()
+        n_shapes = len(self.campaign.shapes)
         status, payload = self.gpu.run(GpuJob(rec.candidate_id, rec.config, acf, input_seed(
-            self.campaign.spec.seed, rec.candidate_id)), len(self.campaign.shapes))
+            self.campaign.spec.seed, rec.candidate_id)), n_shapes, None if rec.is_baseline else self._limit_s)
         elapsed = time.perf_counter() - start
+        if rec.is_baseline and status == "ok":
+            self._limit_s = measure_time_limit(self.campaign.spec.evaluation,
+                                               (elapsed - self.gpu.last_start_s) / n_shapes)
         if self.gpu.last_start_s:
             rec = replace(rec, stages={**rec.stages, "gpu_start_s": self.gpu.last_start_s})
         return Measured(replace(rec, measure_s=elapsed), status, payload)

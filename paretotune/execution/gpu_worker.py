@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,8 +63,9 @@ def serve(conn: Any, campaign_path: str, campaign_text: str, ptxas_path: str, pt
         if msg is None:
             return
         job: GpuJob = msg
-        try:
-            conn.send(("ok", measure(adapter, campaign, job, baselines, spec)))
+        try:  # each phase is announced first: a candidate that never finishes is reported with where it hung
+            conn.send(("ok", measure(adapter, campaign, job, baselines, spec,
+                                     note=lambda phase: conn.send(("phase", phase)))))
         except Exception as exc:  # noqa: BLE001 - reported to the parent as the candidate's failure
             fatal = _is_cuda_error(exc)
             conn.send(("error", {"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}",
@@ -83,33 +85,39 @@ class Baseline:
 
 
 def measure(adapter: Any, campaign: Any, job: GpuJob, baselines: dict[str, Baseline], spec: Any,
-            timer: Timer | None = None) -> dict[str, Any]:
+            timer: Timer | None = None, note: Callable[[str], None] = lambda phase: None) -> dict[str, Any]:
     """Per shape: correctness on the candidate's own fresh inputs, then the candidate timed next to the baseline
     on the shape's shared timing buffers.
 
     The baseline is re-timed right before the candidate (an A/B pair) unless ``spec.baseline_interval_s`` > 0
     and its last timing is younger than that; the ratio is always to the nearest baseline timing. ``timer``
     defaults to :func:`~paretotune.execution.timing.gpu_timer` with the campaign's warm-up and repetition.
+    ``note(phase)`` is called as each phase starts (the parent names it if the candidate times out).
     """
     timer = timer or gpu_timer(spec.warmup_ms, spec.rep_ms)
     acf = Path(job.acf_path) if job.acf_path else None
     out: dict[str, Any] = {}
     for shape in campaign.shapes:
         t0 = time.perf_counter()
+        note(f"{shape.label}: building and checking on fresh inputs")
         problem = check_candidate(adapter, job.config, shape, acf, spec.device, job.seed)
         if problem:
             return {"failed": f"{shape.label}: {problem}"}
         if shape.label not in baselines:
+            note(f"{shape.label}: building and timing the baseline on the timing buffers")
             baselines[shape.label] = Baseline(open_shape(adapter, shape, spec.device, TIMING_SEED, spec.timing,
                                                          timer))
         base = baselines[shape.label]
+        note(f"{shape.label}: building on the timing buffers")
         prepared = base.arms.bind(job.config, acf)
         build_s = time.perf_counter() - t0
         method = base.arms.method
         if base.timing is None or time.monotonic() - base.timed_at >= spec.baseline_interval_s:
+            note(f"{shape.label}: re-timing the baseline")
             base.timing = timer(base.arms.baseline.launch, method)
             base.timed_at = time.monotonic()
         t1 = time.perf_counter()
+        note(f"{shape.label}: timing the candidate")
         cand_t = timer(prepared.launch, method)
         out[shape.label] = {"runtime_ms": cand_t.median_ms, "baseline_ms": base.timing.median_ms,
                             "baseline_age_s": time.monotonic() - base.timed_at,

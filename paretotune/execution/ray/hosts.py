@@ -120,6 +120,8 @@ class GpuHost:
             return "error", {"error": "GPU worker stopped after an earlier fatal error", "fatal": True}
         self._inbox.put(job)
         reply: tuple[str, Any] = self._outbox.get()
+        while reply[0] == "phase":  # serve announces each phase; a timeout here is the actor set's to handle
+            reply = self._outbox.get()
         return reply
 
     def ncu(self, run_path: str, records: list[TrialRecord], metrics: list[str]) -> dict[int, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 from paretotune.campaign.load import Campaign
 from paretotune.errors import UserError
 from paretotune.execution.arms import input_seed
-from paretotune.execution.base import BuildPool, Built, Feed, Measured
+from paretotune.execution.base import BuildPool, Built, Feed, Measured, measure_time_limit
 from paretotune.execution.gpu_worker import GpuJob
 from paretotune.execution.ray.actors import ActorSet, Outcome, drain
 from paretotune.execution.ray.build_pool import RayBuildPool
@@ -55,6 +55,7 @@ class RayGpuMeasurer:
                                            max_restarts=0, max_concurrency=1)
         self.fleet = ActorSet(ray, lambda: host.remote(ctx), n_gpus, GPU_STARTUP_S)
         self.measure_timeout_s = campaign.spec.evaluation.measure_timeout_s * len(campaign.shapes)
+        self.candidate_timeout_s = self.measure_timeout_s  # scaled once the baseline is measured
         self._built: dict[int, TrialRecord] = {}  # submitted, not yet measured
         self._measured_on: dict[int, int] = {}
 
@@ -73,12 +74,16 @@ class RayGpuMeasurer:
             self._measured_on[rec.candidate_id] = o.slot
             rec = replace(rec, measure_s=o.elapsed_s, extra={**rec.extra, "ray": {"gpu_worker": o.slot, **o.worker}})
             status, payload = self._gpu_result(o)
+            if rec.is_baseline and status == "ok":  # search candidates get a limit scaled to the baseline's time
+                self.candidate_timeout_s = len(self.campaign.shapes) * measure_time_limit(
+                    self.campaign.spec.evaluation, o.elapsed_s / len(self.campaign.shapes))
             yield Measured(rec, status, payload)
 
     def submit(self, record: TrialRecord) -> None:
         """Queue the built candidate for the first free GPU actor."""
         self._built[record.candidate_id] = record
-        self.fleet.submit(record.candidate_id, "measure", self._job(record), self.measure_timeout_s)
+        self.fleet.submit(record.candidate_id, "measure", self._job(record),
+                          self.measure_timeout_s if record.is_baseline else self.candidate_timeout_s)
 
     def _job(self, rec: TrialRecord) -> tuple[GpuJob, bytes | None]:
         acf = self.run.acf_path(rec.acf).resolve() if rec.acf else None  # the path the CPU actor precompiled
@@ -95,7 +100,7 @@ class RayGpuMeasurer:
                     self.fleet.restart(o.slot)  # its CUDA context is poisoned
                 return "failed", payload["error"]
             return ("failed", payload["failed"]) if "failed" in payload else ("ok", payload)
-        return "failed", {"timeout": f"GPU measurement timed out after {self.measure_timeout_s:.0f} s",
+        return "failed", {"timeout": f"GPU measurement timed out after {self.candidate_timeout_s:.0f} s",
                           "no-start": f"GPU worker did not start within {GPU_STARTUP_S:.0f} s",
                           "died": f"GPU worker died ({o.detail})"}.get(o.kind, f"GPU worker error: {o.detail}")
 

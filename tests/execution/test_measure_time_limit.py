@@ -1,0 +1,62 @@
+"""A search candidate's GPU measurement is cut off at a limit scaled to the baseline's, and the timeout says
+where the candidate was.
+
+The worker test runs on a CPU: the kernel's input factory never returns for a CUDA device (as a kernel that
+never finishes would hold the worker), so the job hangs in its first phase, before any CUDA call.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from paretotune.campaign.load import campaign_from_text
+from paretotune.campaign.schema import EvaluationSpec
+from paretotune.execution.base import measure_time_limit
+from paretotune.execution.gpu import GpuWorker
+from paretotune.execution.gpu_worker import GpuJob
+from paretotune.toolchain.ptxas import find_ptxas
+
+HANGING_KERNEL = '''
+import time
+from dataclasses import replace
+
+from paretotune.kernels.bundled.softmax import _inputs, triton_softmax
+
+
+def hanging_inputs(shape, device, seed):
+    if str(device).startswith("cuda"):
+        time.sleep(600)
+    return _inputs(shape, device, seed)
+
+
+kernel = replace(triton_softmax, inputs=hanging_inputs)
+'''
+
+
+def test_limit_scales_with_the_baseline_within_its_bounds() -> None:
+    ev = EvaluationSpec(measure_timeout_s=60, measure_timeout_vs_baseline=20, measure_timeout_min_s=10)
+    assert measure_time_limit(ev, None) == 60  # before the baseline is measured
+    assert measure_time_limit(ev, 0.3) == 10  # 6 s, floored
+    assert measure_time_limit(ev, 1.5) == 30
+    assert measure_time_limit(ev, 9.0) == 60  # 180 s, capped
+    assert measure_time_limit(EvaluationSpec(measure_timeout_s=60, measure_timeout_vs_baseline=0), 0.3) == 60
+
+
+def test_a_hanging_candidate_is_cut_off_at_the_given_limit_naming_its_phase(tmp_path: Path) -> None:
+    (tmp_path / "hanging.py").write_text(HANGING_KERNEL)
+    text = (f"name: hang\nkernel: {{source: {tmp_path / 'hanging.py'}:kernel}}\n"
+            "shapes: [{name: s, M: 64, N: 256}]\nobjectives: [runtime]\n")
+    campaign = campaign_from_text(text, tmp_path / "campaign.yaml")
+    gpu = GpuWorker(campaign, find_ptxas(), timeout_s=600, spares=0)
+    try:
+        start = time.monotonic()
+        status, reason = gpu.run(GpuJob(candidate_id=1, config={"num_warps": 4, "num_stages": 1}, acf_path=None,
+                                        seed=1), n_shapes=1, timeout_s=3)
+        waited = time.monotonic() - start - gpu.last_start_s
+        assert status == "failed"
+        assert reason == "GPU measurement timed out after 3 s (s: building and checking on fresh inputs)", reason
+        assert waited < 30  # the per-call limit, not the worker's 600 s
+        assert gpu.restarts == 1 and gpu._proc is None  # the hung worker was killed
+    finally:
+        gpu.stop()
+
