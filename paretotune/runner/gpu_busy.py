@@ -21,9 +21,13 @@ def search_timing(records: Sequence[TrialRecord], wall_s: float) -> dict[str, An
             "gpu_build_s_per_candidate": round(sum(builds) / len(builds), 4) if builds else None}
 
 
-def record_timing(run: RunDir, *, schedule: str | None, records: Sequence[TrialRecord], wall_s: float) -> None:
-    """Append this process's :func:`search_timing` to ``run.json`` (``timing``: one entry per run or resume)."""
+def record_timing(run: RunDir, *, schedule: str | None, records: Sequence[TrialRecord], wall_s: float,
+                  phases_s: dict[str, float] | None = None) -> None:
+    """Append this process's :func:`search_timing` to ``run.json`` (``timing``: one entry per run or resume),
+    with ``phases_s``: the loop's seconds per phase (setup: adapter, pools; baseline; engine; search; twins;
+    close), so a slow start shows where it went."""
     meta = run.meta()
     meta.setdefault("timing", []).append({"schedule": schedule, **search_timing(records, wall_s),
+                                          **({"phases_s": phases_s} if phases_s else {}),
                                           "ended": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     run.write_meta(meta)

@@ -25,10 +25,9 @@ last commit that have a stored record are told from that record, not evaluated a
 before ``tell``, so a crash between the two leaves stored records the engine still holds as pending), and the
 others are evaluated again under the same ids. Before the first commit, only the baseline can be stored.
 
-Costly engine checkpoints. CompileIQ's checkpoint grows with the run (0.13 s a save at 50 records, 0.5 s at 200) and
-held the loop while the GPU waited; where the evaluator measures on a GPU and a save took at least
-:data:`COSTLY_SAVE_S`, the engine is saved at most once per :data:`SAVE_SPACING` x that time (loop state and
-records still every time). A crash between engine saves loses the engine's learning since, never an evaluation.
+Costly engine checkpoints (CompileIQ's grows with the run: 0.13 s a save at 50 records, 0.5 s at 200) held the
+loop while the GPU waited: on GPU evaluators a save of :data:`COSTLY_SAVE_S` or more is made at most once per
+:data:`SAVE_SPACING` x its time. A crash between engine saves loses the engine's learning since, never a record.
 
 After the budget, the no-ACF twins of front 0's ACF configs (:mod:`paretotune.search.twins`) go through the
 same two commit points as one more batch, never told to the engine; a resume adds only the missing ones.
@@ -52,7 +51,7 @@ from paretotune.pareto.attribution import TWIN_OF
 from paretotune.records import Candidate, TrialRecord
 from paretotune.runner.gpu_busy import record_timing
 from paretotune.runner.start import make_engine, objective_columns
-from paretotune.search.base import Proposal, SearchEngine
+from paretotune.search.base import SearchEngine
 from paretotune.search.twins import twin_candidates
 from paretotune.store.checkpoint import Checkpointer
 from paretotune.store.run_dir import ObjectiveColumn, RunDir
@@ -114,16 +113,15 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
                  in_flight: InFlight | None = None) -> list[TrialRecord]:
     """Run (or continue, with the ``engine``, ``state`` and ``in_flight`` of a resume) a campaign into ``run``;
     return every record written in this call."""
+    marks = [("", time.monotonic())]  # where the wall time went (run.json ``timing``: ``phases_s``)
     adapter = make_adapter(campaign)
     objectives = make_objectives(campaign)
     columns = objective_columns(campaign, objectives)
-    acfs = AcfStore(run.path / "acf")
+    acfs, checkpoints = AcfStore(run.path / "acf"), Checkpointer(run.path)
     spec = campaign.spec
     state = state or LoopState()
-    checkpoints = Checkpointer(run.path)
     written: list[TrialRecord] = []
     started = time.monotonic()
-    search_started = started  # after the baseline: the span the GPU-busy fraction is taken over
 
     def keep(rec: TrialRecord) -> None:
         run.append(rec)
@@ -157,7 +155,15 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
         if not proposals:
             return []
         state.generation += 1
-        return [_candidate(p, state, acfs, ptxas, campaign) for p in proposals]
+        source = "compileiq" if spec.acf.kind == "generated" else "campaign acf list"
+        out = []
+        for p in proposals:  # each ACF is stored under its content hash before any candidate names it
+            sha = None if p.acf is None else acfs.put(p.acf, ptxas_version=ptxas.major_minor,
+                                                      target=campaign.target.name, source=source).sha256
+            out.append(Candidate(candidate_id=state.next_id, generation=state.generation, config=p.config, acf=sha,
+                                 engine_id=p.engine_id))
+            state.next_id += 1
+        return out
 
     def score(records: Mapping[int, TrialRecord], candidates: Iterable[Candidate]) -> dict[str, Any]:
         return {c.engine_id: minimization_vector(records[c.candidate_id], columns)
@@ -261,6 +267,7 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
             raise RuntimeError(f"evaluator returned no record for candidate(s) {sorted(pending)}")
 
     evaluator = make_evaluator(campaign, ptxas, run, objectives)
+    marks.append(("setup", time.monotonic()))
     try:
         if state.next_id == 0:  # the default-compiler baseline is always evaluated first and kept
             baseline = Candidate(candidate_id=0, generation=0, config=baseline_config(adapter, campaign.shapes), acf=None,
@@ -270,31 +277,24 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
             state.next_id = 1
             if written[-1].status != "ok":
                 raise UserError(f"{campaign.path}: the baseline (default config, no ACF) failed: {written[-1].error}")
+        marks.append(("baseline", time.monotonic()))
         engine = engine or make_engine(campaign, adapter, len(columns))
-        search_started = time.monotonic()
+        marks.append(("engine", time.monotonic()))  # the search starts: the span GPU busy is taken over
         schedule = "steady" if steady_schedule(campaign, engine, evaluator) else "generational"
         steady() if schedule == "steady" else generational()
         if behind:
             commit((), final=True)  # the search's end: the engine as it finished, where spacing skipped saves
+        marks.append(("search", time.monotonic()))
         twins = twin_candidates(run.results(), run.directions(), next_id=state.next_id, generation=state.generation)
         if twins:  # attribution: the same configs without their ACFs (counted as evaluations, never told)
             state.next_id += len(twins)
             commit(twins)
             finish(InFlight(candidates=tuple(twins), tell=False))
+        marks.append(("twins", time.monotonic()))
     finally:
         evaluator.close()
+    marks.append(("close", time.monotonic()))
     record_timing(run, schedule=schedule, records=[r for r in written if not r.is_baseline],
-                  wall_s=time.monotonic() - search_started)
+                  wall_s=marks[-1][1] - dict(marks)["engine"],
+                  phases_s={name: round(t - marks[i][1], 3) for i, (name, t) in enumerate(marks[1:])})
     return written
-
-
-
-def _candidate(p: Proposal, state: LoopState, acfs: AcfStore, ptxas: Ptxas, campaign: Campaign) -> Candidate:
-    sha = None
-    if p.acf is not None:
-        source = "compileiq" if campaign.spec.acf.kind == "generated" else "campaign acf list"
-        sha = acfs.put(p.acf, ptxas_version=ptxas.major_minor, target=campaign.target.name, source=source).sha256
-    cand = Candidate(candidate_id=state.next_id, generation=state.generation, config=p.config, acf=sha,
-                     engine_id=p.engine_id)
-    state.next_id += 1
-    return cand

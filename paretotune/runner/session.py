@@ -73,6 +73,10 @@ def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engin
         print(f"GPU busy {100 * timing['gpu_busy_fraction']:.0f} % of the {timing['search_wall_s']:.1f} s after the "
               f"baseline ({timing['schedule']} schedule"
               + (f", GPU-side build {build:.3f} s per candidate)" if build is not None else ")"))
+    phases = timing.get("phases_s")
+    if phases:
+        print("where the time went: " + ", ".join(f"{k} {phases[k]:.1f} s" for k in
+                                                  ("setup", "baseline", "engine", "search", "twins", "close")))
     print_front(run)
     return 0
 

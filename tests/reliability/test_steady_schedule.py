@@ -35,3 +35,6 @@ def test_hung_compile_does_not_hold_later_candidates(tmp_path: Path, real_ptxas:
                    f"before it: {[(r.candidate_id, r.generation) for r in stored_before]}")
     timing = RunDir(out).meta()["timing"]
     assert [t["schedule"] for t in timing] == ["steady"]
+    phases = timing[0]["phases_s"]  # where the wall time went: the hang is the search's, not the start's
+    assert set(phases) == {"setup", "baseline", "engine", "search", "twins", "close"}
+    assert phases["search"] >= 25 > max(phases["setup"], phases["baseline"], phases["engine"]), phases
