@@ -101,6 +101,8 @@ def summarize_run(run: Path) -> dict[str, Any]:
         if sampled else None,
         "failure_examples": sorted({e[:160] for e in errors})[:5],
     }
+    timing = (json.loads((run / "run.json").read_text()).get("timing") or [{}])[-1]
+    out.update({k: timing.get(k) for k in ("phases_s", "gpu_busy_fraction", "gpu_build_s_per_candidate")})
     verdicts = run / "validation.csv"
     if verdicts.is_file():
         import pandas as pd

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call's steps: install the bundle, run GPU tests, campaigns and benchmarks, write results to $OUT.
 # Usage on the GPU machine (repository root): bash benchmarks/gpu_session.sh STEP...
-#   steps: env tests noise attribution pretuned pretuned_mo shared occupancy ncu helion fusion ttq compile strategies ray
+#   steps: env tests noise attribution pretuned pretuned_joint pretuned_mo shared occupancy ncu helion fusion ttq compile strategies ray
 # Steps use the GPUs in CUDA_VISIBLE_DEVICES; two invocations with different GPUs and OUT folders can run at once.
 set -uo pipefail
 { [ -f /tmp/devenv ] || bash .devbundle/install.sh >/dev/null; } && source /tmp/devenv
@@ -30,6 +30,9 @@ for step in "$@"; do
     pretuned)  # issue 17: ACFs on top of Helion's pretuned sm90 kernels (PRETUNED_ARGS: --kernels, --budget-s)
       log pretuned; timeout ${PRETUNED_TIMEOUT:-560} python3 benchmarks/bench_pretuned.py --out "$OUTDIR/pretuned" \
         ${PRETUNED_ARGS:-} 2>&1 | tail -40 ;;
+    pretuned_joint)  # issue 17: a second pretuned call in the same session (PRETUNED_JOINT_ARGS), e.g. joint campaigns
+      log pretuned_joint; timeout ${PRETUNED_JOINT_TIMEOUT:-560} python3 benchmarks/bench_pretuned.py --out "$OUTDIR/pretuned_joint" \
+        ${PRETUNED_JOINT_ARGS:-} 2>&1 | tail -40 ;;
     pretuned_mo)  # issue 17: the post's runtime + L1TEX campaign and an occupancy-targeted one on the pretuned softmax
       for c in softmax_l1tex softmax_occupancy; do
         log "pretuned_mo $c"; timeout ${PRETUNED_MO_TIMEOUT:-200} python3 -m paretotune.cli run configs/pretuned/$c.yaml \
