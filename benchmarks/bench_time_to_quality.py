@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 ACF_DIR = ROOT / "benchmarks" / "inputs" / "ttq_acfs"
 WORKLOADS = ROOT / ".workloads" / "helion-pretuned-sm90"  # git-ignored; ../shared/workloads/README.md makes it
 STRATEGIES = ("joint", "sequential", "acf-only")
-START_OVERHEAD_S = 20.0  # per arm: process start, imports, workers, baseline (H200 host, 2026-11-30 runs)
+START_OVERHEAD_S = 60.0  # per arm: imports, checks, workers, baseline (H200 host, 2026-12-01 D1: 55-80 s)
 RETIME_S = 30.0  # per kernel: the winners re-timed in a fresh process
 
 
