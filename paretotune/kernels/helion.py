@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from paretotune.kernels.base import Inputs, KernelPTX, Prepared, UnknownShapeKey, check_shape_keys
-from paretotune.kernels.helion_aot import NUM_SMS, AotBinder, sms_of
+from paretotune.kernels.helion_aot import NUM_SMS, AotBinder, sms_of, target_codegen
 from paretotune.kernels.helion_space import device_features
 from paretotune.records import Shape
 from paretotune.toolchain.arch import TargetArch
@@ -232,8 +232,7 @@ class HelionAdapter:
 
     def helion_config(self, config: Mapping[str, Any], acf: Path | None = None) -> Any:
         """The ``helion.Config`` a candidate runs with: its knobs plus the ACF (``""``: none)."""
-        helion = import_helion()
-        return helion.Config(**{**config, "advanced_controls_file": _acf_option(acf)})
+        return import_helion().Config(**{**config, "advanced_controls_file": _acf_option(acf)})
 
     def _inputs_and_args(self, shape: Shape, device: str, seed: int) -> tuple[dict[str, Any], tuple[Any, ...]]:
         inputs = self.spec.inputs(shape.params, device, seed)
@@ -256,7 +255,8 @@ class HelionAdapter:
     def triton_source(self, config: Mapping[str, Any], shape: Shape, acf: Path | None = None) -> str:
         """The generated Triton module (device kernel + host function) for ``config``; no GPU needed."""
         bound, _ = self.aot.bind(shape, NUM_SMS[90])
-        return str(bound.to_triton_code(self.helion_config(self._resolve(config, shape), acf)))
+        with target_codegen(90):
+            return str(bound.to_triton_code(self.helion_config(self._resolve(config, shape), acf)))
 
     def compile_ptx(self, config: Mapping[str, Any], shape: Shape, target: TargetArch) -> KernelPTX:
         return self.precompile(config, shape, None, target)

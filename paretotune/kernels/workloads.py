@@ -123,7 +123,8 @@ def scaled_mm(shape: Mapping[str, Any], device: str, seed: int) -> tuple[Any, ..
     if device == "meta":
         a = torch.empty((m, k), dtype=FP8, device="meta")
         b = torch.empty((n, k), dtype=FP8, device="meta").t()
-        sa = sb = torch.empty((1, 1), dtype=torch.float32, device="meta")
+        # two tensors, as on the GPU: one meta tensor for both made Helion generate code for aliased scales
+        sa, sb = (torch.empty((1, 1), dtype=torch.float32, device="meta") for _ in range(2))
         bias = torch.empty((n,), dtype=out, device="meta")
     else:
         s = k ** -0.5
