@@ -151,6 +151,7 @@ def _read_new(results: Path, seen: dict[int, float], start: float) -> None:
 
 HELION_CHILD = r"""
 import json, sys, time, importlib, importlib.util
+process_start = time.time()  # before torch and Helion are imported: a paretotune arm's clock starts there too
 spec = json.loads(sys.argv[1])
 import torch, helion
 
@@ -182,7 +183,7 @@ kern = helion.kernel(fn, static_shapes=True, autotune_search_acf=spec["acfs"], a
                      autotune_budget_seconds=int(spec["budget_s"]))
 args = inputs(spec["name"], spec["shape"])
 start = time.time()
-out = {"start_epoch": start}
+out = {"start_epoch": start, "process_epoch": process_start}
 try:
     bound = kern.bind(args)
     bound.autotune(args)
@@ -207,8 +208,10 @@ def helion_arm(work: Path, name: str, spec: dict[str, Any], budget_s: float, acf
     if log.with_suffix(".csv").exists():
         with open(log.with_suffix(".csv")) as fh:
             rows = list(csv.DictReader(fh))
-    start = row.get("start_epoch", 0.0)
-    timeline = sorted((float(r["timestamp_s"]) - start, float(r["perf_ms"]), i) for i, r in enumerate(rows)
+    # Helion's CSV times count from its autotune start; the timeline counts from the process start, as the
+    # paretotune arms' do (imports, binding and inputs included)
+    offset = row.get("start_epoch", 0.0) - row.get("process_epoch", row.get("start_epoch", 0.0))
+    timeline = sorted((float(r["timestamp_s"]) + offset, float(r["perf_ms"]), i) for i, r in enumerate(rows)
                       if r.get("perf_ms") not in (None, "", "inf", "nan") and r.get("status") != "started")
     winner = row.pop("winner_config", None)
     if winner:
@@ -220,6 +223,7 @@ def helion_arm(work: Path, name: str, spec: dict[str, Any], budget_s: float, acf
 
 TRITON_CHILD = r"""
 import importlib.util, json, sys, time
+process_start = time.time()
 spec = json.loads(sys.argv[1])
 import torch
 s = importlib.util.spec_from_file_location("ttq_autotuned", spec["file"])
@@ -228,7 +232,7 @@ s.loader.exec_module(mod)
 kernel = mod.rms_norm_kernel  # the @triton.autotune object, used unchanged
 t = {k: v.cuda() for k, v in mod.rms_norm_inputs(spec["shape"]).items()}
 start = time.time()
-out = {"start_epoch": start}
+out = {"start_epoch": start, "process_epoch": process_start}
 try:
     kernel[(t["x_ptr"].shape[0],)](t["x_ptr"], t["w_ptr"], t["out_ptr"], t["x_ptr"].stride(0), t["x_ptr"].shape[1], 1e-6)
     torch.cuda.synchronize()
@@ -255,6 +259,8 @@ def triton_arm(work: Path, name: str, spec: dict[str, Any], budget_s: float) -> 
     cmd = [sys.executable, "-c", TRITON_CHILD, json.dumps({"file": str(file), "shape": spec["shape"]})]
     row = _child("triton-autotune", cmd, budget_s)
     done = row.get("autotune_s")
+    if done is not None:  # from the process start, as the other arms' timelines
+        done += row.get("start_epoch", 0.0) - row.get("process_epoch", row.get("start_epoch", 0.0))
     best = (row.get("winner") or {}).get("runtime_ms")
     return {**row, "timeline": [(done, best, 0)] if done is not None and best is not None else []}
 
