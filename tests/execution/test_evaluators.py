@@ -61,6 +61,7 @@ class FakePool:
         self.records, self.job, self.starts = records, "first job", 0
 
     def run(self, candidates: Sequence[Candidate] | Feed) -> Iterator[TrialRecord]:
+        self.starts_before_run = self.starts
         yield from self.records
 
     def start(self) -> None:
@@ -104,7 +105,8 @@ def test_builds_then_measurements_in_one_flow(tmp_path: Path) -> None:
     assert ev.accepts_feed
     out = list(ev.stream([_cand(i) for i in range(4)]))
     assert [r.candidate_id for r in out] == [0, 1, 2, 3]  # each as soon as it is final
-    assert pool.job != "first job" and pool.starts == 4  # the baseline set the search candidates' job
+    assert pool.job != "first job"  # the baseline set the search candidates' job
+    assert pool.starts == pool.starts_before_run == 1  # all workers started before the baseline's build
     assert out[1].status == "failed" and out[1].error == "ptxas exited 1" and out[1].measure_s == 0.0
     assert out[0].values == {"runtime": 2.0} and out[2].values == {"runtime": 1.5}
     assert out[2].extra["n4k"]["ratio_to_baseline"] == 0.75 and out[2].measure_s == 0.25
