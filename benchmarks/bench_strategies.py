@@ -100,6 +100,12 @@ class InProcessEvaluator:
     def evaluate(self, candidates: Any) -> list[Any]:
         return list(self.stream(candidates))
 
+    def start(self) -> None:  # nothing to start early (in-process)
+        pass
+
+    def abandon(self) -> None:
+        self.close()
+
     def close(self) -> None:
         pass
 
@@ -136,6 +142,12 @@ class KeptEvaluator:
 
     def evaluate(self, candidates: Any) -> list[Any]:
         return self.inner.evaluate(candidates)
+
+    def start(self) -> None:  # nothing to start early (in-process)
+        pass
+
+    def abandon(self) -> None:
+        self.close()
 
     def close(self) -> None:
         pass  # closed once, by close_all, after every run

@@ -17,7 +17,7 @@ for step in "$@"; do
   case $step in
     env)
       log env; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv
-      python3 -c "import torch,triton,helion,compileiq,sys;print(sys.version.split()[0],torch.__version__,triton.__version__,helion.__version__,compileiq.__version__ if hasattr(compileiq,'__version__') else '')"
+      python3 -c "import sys,importlib.metadata as m;print(sys.version.split()[0],*(d+' '+m.version(d) for d in ('torch','triton','helion','compileiq')))"
       ptxas --version | tail -1; ncu --version | tail -1 ;;
     tests)  # GPU_TEST_PATHS: which tests, comma-separated (default: all but Ray's, which the ray step runs)
       log tests; run_tests "${GPU_TEST_PATHS:-tests/gpu tests/kernels tests/ncu}" "${TESTS_TAG:-}" ;;

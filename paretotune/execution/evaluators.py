@@ -34,6 +34,15 @@ class StaticEvaluator:
     def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
         return list(self.stream(candidates))
 
+    def start(self) -> None:
+        """Start the worker processes now (they import and warm up while the caller checks the campaign)."""
+        self.pool.start()
+
+    def abandon(self) -> None:
+        """Kill what :meth:`start` started, without waiting for it (the campaign failed its checks)."""
+        self.pool.kill()
+        self.close()
+
     def stream(self, candidates: Sequence[Candidate] | Feed) -> Iterator[TrialRecord]:
         """Records as each candidate finishes, so the loop stores each one at once (a crash loses none)."""
         for rec in self.pool.run(candidates):
@@ -62,6 +71,17 @@ class GpuEvaluator:
 
     def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
         return list(self.stream(candidates))
+
+    def start(self) -> None:
+        """Start the CPU workers and the GPU worker with its spares now (they import and warm up while the
+        caller checks the campaign)."""
+        self.pool.start()
+        self.measurer.start()
+
+    def abandon(self) -> None:
+        """Kill what :meth:`start` started, without waiting for it (the campaign failed its checks)."""
+        self.pool.kill()
+        self.close()
 
     @property
     def accepts_feed(self) -> bool:

@@ -78,8 +78,10 @@ class GpuWorker:
             proc.kill()
             proc.join()
             raise RuntimeError("GPU worker did not start")
-        status, _ = conn.recv()
-        assert status == "ready"
+        status, payload = conn.recv()
+        if status != "ready":
+            proc.join(5)
+            raise RuntimeError(f"GPU worker could not load the campaign: {payload['error']}")
         self._proc, self._conn = proc, conn
         while len(self._spares) < self.spares:
             self._spares.append(self._spawn())
@@ -159,8 +161,11 @@ class LocalGpuMeasurer:
         self._todo: deque[TrialRecord] = deque()
         self._limit_s: float | None = None  # per shape, once the baseline is measured (measure_time_limit)
 
+    def start(self) -> None:
+        self.gpu.prestart()
+
     def events(self, pool: BuildPool, candidates: Sequence[Candidate] | Feed) -> Iterator[Built | Measured]:
-        self.gpu.prestart()  # the GPU worker imports while the first compile runs
+        self.gpu.prestart()  # the GPU worker imports while the first compile runs (if start did not run)
         # The pool runs in a thread: CPU workers keep compiling while this thread waits on the GPU measurement.
         for rec in in_background(pool.run(candidates)):
             yield Built(rec)

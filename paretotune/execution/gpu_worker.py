@@ -47,7 +47,11 @@ def setup(campaign_path: str, campaign_text: str, ptxas_path: str, ptxas_version
 
 def serve(conn: Any, campaign_path: str, campaign_text: str, ptxas_path: str, ptxas_version: str) -> None:
     """Child main loop: receive GpuJobs, send back per-shape results (or an error) until told to stop."""
-    campaign, adapter = setup(campaign_path, campaign_text, ptxas_path, ptxas_version)
+    try:  # started while the campaign process checks the kernel: a kernel that fails to load is its to report
+        campaign, adapter = setup(campaign_path, campaign_text, ptxas_path, ptxas_version)
+    except Exception as exc:  # noqa: BLE001 - answered instead of "ready" (never a traceback on stderr)
+        conn.send(("error", {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:500], "fatal": True}))
+        return
     from paretotune.execution.static_job import warm_up_compiler
 
     spec = campaign.spec.evaluation

@@ -104,6 +104,10 @@ class WorkerPool:
                 self._fresh = True
             return self._executor
 
+    def kill(self) -> None:
+        """Kill the workers now, mid-import or mid-task; the pool starts fresh ones if used again."""
+        self._kill()
+
     def _kill(self) -> None:
         """Tear the pool down hard (a hung task cannot be cancelled any other way)."""
         with self._lock:

@@ -77,10 +77,14 @@ def init_worker(ctx: WorkerContext) -> None:
     from paretotune.campaign.load import campaign_from_text
     from paretotune.campaign.resolve import make_adapter, make_objectives
 
-    campaign = campaign_from_text(ctx.campaign_text, Path(ctx.campaign_path))
-    adapter = make_adapter(campaign)
-    _STATE.update(ctx=ctx, ptxas=ptxas, campaign=campaign, adapter=adapter,
-                  objectives=make_objectives(campaign), ptx_cache={})
+    _STATE.update(ctx=ctx, ptxas=ptxas)
+    try:  # workers start while the campaign process checks the kernel: a kernel that fails to load is its to report
+        campaign = campaign_from_text(ctx.campaign_text, Path(ctx.campaign_path))
+        adapter = make_adapter(campaign)
+        _STATE.update(campaign=campaign, adapter=adapter, objectives=make_objectives(campaign), ptx_cache={})
+    except Exception as exc:  # noqa: BLE001 - each candidate of this worker fails with it (never a traceback)
+        _STATE["init_error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+        return
     if ctx.precompile:
         warm_up_compiler(adapter, campaign)
 
@@ -153,6 +157,8 @@ def evaluate_static(candidate: Candidate, ptxas_timeout_s: float | None = None) 
     from paretotune.objectives.base import ShapeMeasurement
     from paretotune.toolchain.ptxas import build_ptx
 
+    if "init_error" in _STATE:
+        return failed_record(candidate, f"the build worker could not load the campaign: {_STATE['init_error']}")
     campaign = _STATE["campaign"]
     timeout_s = ptxas_timeout_s or _STATE["ctx"].compile_timeout_s
     _STATE["ptxas_timeout_s"] = timeout_s

@@ -108,11 +108,11 @@ def steady_schedule(campaign: Campaign, engine: SearchEngine, evaluator: Evaluat
 
 
 def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
-                 on_record: Callable[[TrialRecord], None] | None = None,
+                 on_record: Callable[[TrialRecord], None] | None = None, evaluator: Evaluator | None = None,
                  engine: SearchEngine | None = None, state: LoopState | None = None,
                  in_flight: InFlight | None = None) -> list[TrialRecord]:
-    """Run (or continue, with the ``engine``, ``state`` and ``in_flight`` of a resume) a campaign into ``run``;
-    return every record written in this call."""
+    """Run (or continue, with the ``engine``, ``state`` and ``in_flight`` of a resume) a campaign into ``run``,
+    with ``evaluator`` if one was started early (closed here); return every record written in this call."""
     marks = [("", time.monotonic())]  # where the wall time went (run.json ``timing``: ``phases_s``)
     adapter = make_adapter(campaign)
     objectives = make_objectives(campaign)
@@ -266,7 +266,7 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
         if pending:
             raise RuntimeError(f"evaluator returned no record for candidate(s) {sorted(pending)}")
 
-    evaluator = make_evaluator(campaign, ptxas, run, objectives)
+    evaluator = evaluator or make_evaluator(campaign, ptxas, run, objectives)
     marks.append(("setup", time.monotonic()))
     try:
         if state.next_id == 0:  # the default-compiler baseline is always evaluated first and kept

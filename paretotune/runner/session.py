@@ -15,7 +15,11 @@ from paretotune.errors import UserError
 from paretotune.runner.progress_bar import BestSoFar, ProgressBar
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from paretotune.campaign.load import Campaign
+    from paretotune.execution.base import Evaluator
+    from paretotune.objectives.base import Objective
     from paretotune.runner.resume import ResumePoint
     from paretotune.search.base import SearchEngine
     from paretotune.store.run_dir import RunDir
@@ -25,29 +29,81 @@ if TYPE_CHECKING:
 def start_and_execute(campaign: Campaign, out: Path, ptxas: Ptxas, *, quiet: bool, as_json: bool = False) -> int:
     """Check everything checkable (a CUDA GPU when an objective needs one included), then claim ``out`` and
     run; a start that fails before the first checkpoint leaves nothing behind (``run`` and the API share it)."""
-    from paretotune.runner.start import prepare_run
+    from paretotune.runner.start import check_before_import, prepare_run
     from paretotune.store.checkpoint import CHECKPOINT
     from paretotune.store.run_dir import RunDir
 
-    meta = prepare_run(campaign, ptxas, campaign.spec.seed)  # everything checkable, before the folder exists
-    for note in meta.get("kernel", {}).get("notes", []):
-        print(note, file=sys.stderr if as_json else sys.stdout)  # --json keeps stdout one JSON document
-    run = RunDir(out)
-    with run.claim() as made_here:  # the lock is held before anything is written
-        try:
-            run.write_new(campaign.text, meta)
-            return execute(campaign, run, ptxas, quiet=quiet, as_json=as_json)
-        except BaseException as exc:
-            if not (run.path / CHECKPOINT).exists():  # nothing but (at most) a baseline: no half-made run
-                run.discard(made_here)
-                if isinstance(exc, UserError):
-                    raise UserError(f"{exc} (nothing was kept: {run.path} "
-                                    f"{'removed' if made_here else 'emptied'})") from None
-            raise
+    run = RunDir(out)  # a path until claimed: nothing is written before every check has passed
+    evaluator = start_workers_early(campaign, ptxas, run, check_before_import(campaign))
+    try:
+        meta = prepare_run(campaign, ptxas, campaign.spec.seed)  # everything checkable, before the folder exists
+        for note in meta.get("kernel", {}).get("notes", []):
+            print(note, file=sys.stderr if as_json else sys.stdout)  # --json keeps stdout one JSON document
+        with run.claim() as made_here:  # the lock is held before anything is written
+            try:
+                run.write_new(campaign.text, meta)
+                return execute(campaign, run, ptxas, quiet=quiet, as_json=as_json, evaluator=evaluator)
+            except BaseException as exc:
+                if not (run.path / CHECKPOINT).exists():  # nothing but (at most) a baseline: no half-made run
+                    run.discard(made_here)
+                    if isinstance(exc, UserError):
+                        raise UserError(f"{exc} (nothing was kept: {run.path} "
+                                        f"{'removed' if made_here else 'emptied'})") from None
+                raise
+    except BaseException:
+        if evaluator is not None:
+            evaluator.abandon()  # the loop closed it if it ran; else its workers are still starting
+        raise
+
+
+def start_workers_early(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Sequence[Objective]
+                        ) -> Evaluator | None:
+    """The evaluator, its worker processes already starting (imports, CUDA, compiler warm-up) while the
+    kernel is imported and checked: on the H200 host both took about 20-30 s one after the other
+    (2026-12-01, D1-D3: a campaign's first record 46-52 s after its process started). Local backend only: a
+    Ray session is not opened before the campaign has passed its checks."""
+    import torch
+    import triton  # noqa: F401 - the workers' fork server preloads what this process has imported (pool.py)
+
+    from paretotune.runner import loop
+
+    if torch.version.cuda is None and _names_helion(campaign):  # a CPU torch: the fork server preloads Helion
+        from paretotune.kernels.helion import import_helion
+
+        import_helion()  # imported here anyway by the kernel's import; only sooner
+
+    if campaign.spec.execution.backend != "local":
+        return None
+    evaluator = loop.make_evaluator(campaign, ptxas, run, objectives)
+    try:
+        evaluator.start()
+    except BaseException:
+        evaluator.abandon()
+        raise
+    return evaluator
+
+
+def _names_helion(campaign: Campaign) -> bool:
+    """Whether the campaign's kernel comes from a file that mentions Helion (read, never imported)."""
+    import importlib.util
+
+    kernel = campaign.spec.kernel
+    if kernel.inputs is not None:  # a bare Helion kernel with an input factory
+        return True
+    where = kernel.source.rpartition(":")[0]
+    try:
+        if where.endswith(".py"):
+            path = (campaign.path.parent / where).resolve()
+        else:
+            spec = importlib.util.find_spec(where)
+            path = Path(spec.origin) if spec is not None and spec.origin else None
+        return path is not None and "helion" in path.read_text(errors="replace")
+    except (ImportError, OSError, ValueError):
+        return False  # the checks that follow say what is wrong with the source
 
 
 def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engine: SearchEngine | None = None,
-            point: ResumePoint | None = None, as_json: bool = False) -> int:
+            point: ResumePoint | None = None, as_json: bool = False, evaluator: Evaluator | None = None) -> int:
     """Run (or continue) the loop with a progress bar, then print the front."""
     from paretotune.runner.loop import run_campaign
 
@@ -56,7 +112,7 @@ def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engin
     started = time.perf_counter()
     best = BestSoFar(run.objective_columns(), point.records if point is not None else [])
     with ProgressBar(total, quiet, before, best) as advance:
-        records = run_campaign(campaign, run, ptxas, on_record=advance, engine=engine,
+        records = run_campaign(campaign, run, ptxas, on_record=advance, engine=engine, evaluator=evaluator,
                                state=point.state if point else None, in_flight=point.in_flight if point else None)
     failed = sum(r.status != "ok" for r in records)
     stored = f" ({before + len(records)} stored in all)" if point is not None else ""

@@ -58,15 +58,22 @@ def run_meta(campaign: Campaign, ptxas: Ptxas, columns: Sequence[ObjectiveColumn
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
-def prepare_run(campaign: Campaign, ptxas: Ptxas, seed: int) -> dict[str, Any]:
-    """Everything that can be checked before a run directory exists (objectives, the kernel import and its
-    shapes, a CUDA GPU when an objective needs one); returns the run's metadata."""
+def check_before_import(campaign: Campaign) -> list[Objective]:
+    """The checks that need no kernel import (ACF files, objectives, a CUDA GPU when an objective needs one):
+    seconds, so they run before any worker process starts."""
     from paretotune.execution.gpu_check import require_gpu_for
 
     check_acf_files(campaign)
     objectives = make_objectives(campaign)
-    adapter = make_adapter(campaign, trial_import=True)  # resolve the kernel before any work: a typo fails now
     require_gpu_for(objectives, f"{campaign.path}: objectives", backend=campaign.spec.execution.backend)
+    return objectives
+
+
+def prepare_run(campaign: Campaign, ptxas: Ptxas, seed: int) -> dict[str, Any]:
+    """Everything that can be checked before a run directory exists (:func:`check_before_import`, then the
+    kernel import and its shapes); returns the run's metadata."""
+    objectives = check_before_import(campaign)
+    adapter = make_adapter(campaign, trial_import=True)  # resolve the kernel before any work: a typo fails now
     meta = run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed)
     meta["kernel"] = kernel_meta(campaign, adapter)
     return meta

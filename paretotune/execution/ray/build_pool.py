@@ -68,6 +68,9 @@ class RayBuildPool:
             if rec is not None:
                 yield rec
 
+    def kill(self) -> None:
+        """Ray kills the actors when the session ends (:meth:`close`)."""
+
     def close(self) -> None:
         self.actors.close()
 

@@ -79,6 +79,9 @@ class RayGpuMeasurer:
                     self.campaign.spec.evaluation, o.elapsed_s / len(self.campaign.shapes))
             yield Measured(rec, status, payload)
 
+    def start(self) -> None:
+        """Nothing ahead: the Ray backend is never started before the campaign's checks (see runner/session)."""
+
     def submit(self, record: TrialRecord) -> None:
         """Queue the built candidate for the first free GPU actor."""
         self._built[record.candidate_id] = record
