@@ -60,8 +60,9 @@ def start_workers_early(campaign: Campaign, ptxas: Ptxas, run: RunDir, objective
                         ) -> Evaluator | None:
     """The evaluator, its worker processes already starting (imports, CUDA, compiler warm-up) while the
     kernel is imported and checked: on the H200 host both took about 20-30 s one after the other
-    (2026-12-01, D1-D3: a campaign's first record 46-52 s after its process started). Local backend only: a
-    Ray session is not opened before the campaign has passed its checks."""
+    (2026-12-01, D1-D3: a campaign's first record 46-52 s after its process started). Local backend and an
+    empty or new ``--out`` only: a Ray session is not opened, and an existing folder not read, before the
+    campaign has passed its checks."""
     import torch
     import triton  # noqa: F401 - the workers' fork server preloads what this process has imported (pool.py)
 
@@ -74,6 +75,8 @@ def start_workers_early(campaign: Campaign, ptxas: Ptxas, run: RunDir, objective
 
     if campaign.spec.execution.backend != "local":
         return None
+    if run.path.exists() and (not run.path.is_dir() or any(run.path.iterdir())):
+        return None  # claiming it will say what is there; nothing of it is read before that
     evaluator = loop.make_evaluator(campaign, ptxas, run, objectives)
     try:
         evaluator.start()
