@@ -110,11 +110,11 @@ def steady_schedule(campaign: Campaign, engine: SearchEngine, evaluator: Evaluat
 def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
                  on_record: Callable[[TrialRecord], None] | None = None, evaluator: Evaluator | None = None,
                  engine: SearchEngine | None = None, state: LoopState | None = None,
-                 in_flight: InFlight | None = None) -> list[TrialRecord]:
-    """Run (or continue, with the ``engine``, ``state`` and ``in_flight`` of a resume) a campaign into ``run``,
-    with ``evaluator`` if one was started early (closed here); return every record written in this call."""
+                 in_flight: InFlight | None = None, adapter: Any = None) -> list[TrialRecord]:
+    """Run (or continue, with a resume's ``engine``, ``state`` and ``in_flight``) a campaign into ``run``, with an
+    ``evaluator`` started early (closed here) and the checks' ``adapter`` if given; return the records written."""
     marks = [("", time.monotonic())]  # where the wall time went (run.json ``timing``: ``phases_s``)
-    adapter = make_adapter(campaign)
+    adapter = adapter or make_adapter(campaign)
     objectives = make_objectives(campaign)
     columns = objective_columns(campaign, objectives)
     acfs, checkpoints = AcfStore(run.path / "acf"), Checkpointer(run.path)

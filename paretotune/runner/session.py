@@ -6,10 +6,11 @@ continue the loop with a progress bar, print what it found.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from paretotune.errors import UserError
 from paretotune.runner.progress_bar import BestSoFar, ProgressBar
@@ -33,16 +34,23 @@ def start_and_execute(campaign: Campaign, out: Path, ptxas: Ptxas, *, quiet: boo
     from paretotune.store.checkpoint import CHECKPOINT
     from paretotune.store.run_dir import RunDir
 
+    age = process_age_s()
     run = RunDir(out)  # a path until claimed: nothing is written before every check has passed
+    t0 = time.monotonic()
     evaluator = start_workers_early(campaign, ptxas, run, check_before_import(campaign))
+    t1 = time.monotonic()
     try:
-        meta = prepare_run(campaign, ptxas, campaign.spec.seed)  # everything checkable, before the folder exists
+        meta, adapter = prepare_run(campaign, ptxas, campaign.spec.seed)  # all checks, before the folder exists
+        # where the seconds before the loop went (run.json): the process until here, the early worker start
+        # (with its checks), then prepare_run's own steps
+        meta["start_s"] = {"process_to_run": age, "workers_started": round(t1 - t0, 3), **meta["start_s"]}
         for note in meta.get("kernel", {}).get("notes", []):
             print(note, file=sys.stderr if as_json else sys.stdout)  # --json keeps stdout one JSON document
         with run.claim() as made_here:  # the lock is held before anything is written
             try:
                 run.write_new(campaign.text, meta)
-                return execute(campaign, run, ptxas, quiet=quiet, as_json=as_json, evaluator=evaluator)
+                return execute(campaign, run, ptxas, quiet=quiet, as_json=as_json, evaluator=evaluator,
+                               adapter=adapter)
             except BaseException as exc:
                 if not (run.path / CHECKPOINT).exists():  # nothing but (at most) a baseline: no half-made run
                     run.discard(made_here)
@@ -86,6 +94,17 @@ def start_workers_early(campaign: Campaign, ptxas: Ptxas, run: RunDir, objective
     return evaluator
 
 
+def process_age_s() -> float | None:
+    """Seconds since this process started (interpreter start-up and imports included), from /proc; None
+    where there is none."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return round(uptime - ticks / os.sysconf("SC_CLK_TCK"), 3)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _names_helion(campaign: Campaign) -> bool:
     """Whether the campaign's kernel comes from a file that mentions Helion (read, never imported)."""
     import importlib.util
@@ -106,7 +125,8 @@ def _names_helion(campaign: Campaign) -> bool:
 
 
 def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engine: SearchEngine | None = None,
-            point: ResumePoint | None = None, as_json: bool = False, evaluator: Evaluator | None = None) -> int:
+            point: ResumePoint | None = None, as_json: bool = False, evaluator: Evaluator | None = None,
+            adapter: Any = None) -> int:
     """Run (or continue) the loop with a progress bar, then print the front."""
     from paretotune.runner.loop import run_campaign
 
@@ -116,6 +136,7 @@ def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engin
     best = BestSoFar(run.objective_columns(), point.records if point is not None else [])
     with ProgressBar(total, quiet, before, best) as advance:
         records = run_campaign(campaign, run, ptxas, on_record=advance, engine=engine, evaluator=evaluator,
+                               adapter=adapter,
                                state=point.state if point else None, in_flight=point.in_flight if point else None)
     failed = sum(r.status != "ok" for r in records)
     stored = f" ({before + len(records)} stored in all)" if point is not None else ""
@@ -134,8 +155,10 @@ def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engin
               + (f", GPU-side build {build:.3f} s per candidate)" if build is not None else ")"))
     phases = timing.get("phases_s")
     if phases:
-        print("where the time went: " + ", ".join(f"{k} {phases[k]:.1f} s" for k in
-                                                  ("setup", "baseline", "engine", "search", "twins", "close")))
+        before = sum(v for v in (run.meta().get("start_s") or {}).values() if v is not None)
+        print("where the time went: " + (f"before the loop {before:.1f} s, " if before else "")
+              + ", ".join(f"{k} {phases[k]:.1f} s" for k in ("setup", "baseline", "engine", "search", "twins",
+                                                             "close")))
     print_front(run)
     return 0
 
