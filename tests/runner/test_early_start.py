@@ -1,0 +1,69 @@
+"""``run`` starts its worker processes while the kernel is imported and checked, and hands the loop the adapter
+the checks built. Real campaign, real pool, no GPU (a static campaign: the pool is the whole evaluator)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from paretotune.campaign.load import campaign_from_text, load_campaign
+from paretotune.errors import UserError
+from paretotune.runner import loop, session
+from paretotune.store.run_dir import RunDir
+from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml"
+
+
+@pytest.fixture
+def ptxas() -> Any:
+    found = find_ptxas()
+    export_for_triton(found)
+    return found
+
+
+def test_loop_reuses_the_adapter_the_checks_built(tmp_path: Path, ptxas: Any, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    text = QUICKSTART.read_text().replace("generations: 4", "generations: 1")
+    campaign = campaign_from_text(text, tmp_path / "campaign.yaml")
+
+    def no_second_adapter(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the loop made its own adapter")
+
+    monkeypatch.setattr(loop, "make_adapter", no_second_adapter)
+    assert session.start_and_execute(campaign, tmp_path / "run", ptxas, quiet=True) == 0
+    meta = RunDir(tmp_path / "run").meta()
+    assert set(meta["start_s"]) == {"process_to_run", "workers_started", "checks", "kernel_import",
+                                    "baselines_and_space"}
+    assert "where the time went: before the loop" in capsys.readouterr().out
+
+
+def test_a_failed_check_kills_the_early_workers_and_leaves_nothing(tmp_path: Path, ptxas: Any,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel file raises at import: the trial import refuses it after the workers were started."""
+    (tmp_path / "broken.py").write_text("raise RuntimeError('broken at import')\n")
+    text = QUICKSTART.read_text().replace("paretotune.kernels.bundled.softmax:triton_softmax",
+                                          f"{tmp_path / 'broken.py'}:kernel")
+    campaign = campaign_from_text(text, tmp_path / "campaign.yaml")
+    workers: list[Any] = []
+    real = session.start_workers_early
+
+    def keep(*args: Any) -> Any:
+        evaluator = real(*args)
+        workers.extend(evaluator.pool._executor._processes.values())  # spawned by start(), before the checks
+        return evaluator
+
+    monkeypatch.setattr(session, "start_workers_early", keep)
+    with pytest.raises(UserError, match="broken at import"):
+        session.start_and_execute(campaign, tmp_path / "run", ptxas, quiet=True)
+    assert not (tmp_path / "run").exists()
+    assert len(workers) == 2 and not any(p.is_alive() for p in workers)  # quickstart's 2 workers, killed
+
+
+def test_an_existing_out_folder_is_not_read_before_it_is_claimed(tmp_path: Path, ptxas: Any) -> None:
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "something").write_text("x")
+    campaign = load_campaign(QUICKSTART)
+    assert session.start_workers_early(campaign, ptxas, RunDir(out), []) is None
