@@ -23,6 +23,13 @@ def failed_record(candidate: Candidate, error: str, compile_s: float = 0.0) -> T
                        compile_s=compile_s)
 
 
+def baseline_s_per_shape(baseline: TrialRecord | None, n_shapes: int) -> float | None:
+    """The baseline's GPU measurement seconds per shape (not the wait for a worker), if it was measured."""
+    if baseline is None or baseline.status != "ok" or baseline.measure_s <= 0:
+        return None
+    return (baseline.measure_s - baseline.stages.get("gpu_start_s", 0.0)) / n_shapes
+
+
 def measure_time_limit(evaluation: Any, baseline_s_per_shape: float | None) -> float:
     """Seconds a search candidate's GPU measurement may take per shape: ``measure_timeout_vs_baseline`` times
     the baseline's (its measurement includes opening the shape and the first build, so the factor is

@@ -16,7 +16,8 @@ from typing import Any
 
 from paretotune.campaign.load import Campaign
 from paretotune.execution.arms import input_seed
-from paretotune.execution.base import BuildPool, Built, Feed, Measured, measure_time_limit
+from paretotune.execution.base import (BuildPool, Built, Feed, Measured, baseline_s_per_shape,
+                                       measure_time_limit)
 from paretotune.execution.gpu_worker import GpuJob, serve
 from paretotune.execution.ncu_measure import measure_batch
 from paretotune.execution.pool import adopt_environment, in_background, worker_context
@@ -159,7 +160,9 @@ class LocalGpuMeasurer:
         ev = campaign.spec.evaluation
         self.gpu = GpuWorker(campaign, ptxas, ev.measure_timeout_s, ev.gpu_spares)
         self._todo: deque[TrialRecord] = deque()
-        self._limit_s: float | None = None  # per shape, once the baseline is measured (measure_time_limit)
+        # per shape, once the baseline is measured (a resumed run's stored baseline counts): measure_time_limit
+        stored = baseline_s_per_shape(run.baseline(), len(campaign.shapes))
+        self._limit_s: float | None = measure_time_limit(ev, stored) if stored else None
 
     def start(self) -> None:
         self.gpu.prestart()

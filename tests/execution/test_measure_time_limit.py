@@ -60,3 +60,20 @@ def test_a_hanging_candidate_is_cut_off_at_the_given_limit_naming_its_phase(tmp_
     finally:
         gpu.stop()
 
+
+
+def test_a_resumed_run_scales_the_limit_from_its_stored_baseline(tmp_path: Path) -> None:
+    """The baseline is not measured again on resume: its stored measurement sets the candidates' limit."""
+    from paretotune.execution.gpu import LocalGpuMeasurer
+    from paretotune.records import TrialRecord
+    from paretotune.runner.start import start_run
+
+    text = "name: r\nkernel: {source: paretotune.kernels.bundled.softmax:triton_softmax}\n" \
+           "shapes: [{name: s, M: 64, N: 256}]\nobjectives: [runtime]\n"
+    campaign = campaign_from_text(text, tmp_path / "campaign.yaml")
+    ptxas = find_ptxas()
+    run = start_run(campaign, tmp_path / "run", ptxas, 0)
+    assert LocalGpuMeasurer(campaign, ptxas, run)._limit_s is None  # nothing measured yet: measure_timeout_s
+    run.append(TrialRecord(candidate_id=0, generation=0, config={}, acf=None, is_baseline=True, status="ok",
+                           values={"runtime": 0.01}, measure_s=1.6, stages={"gpu_start_s": 0.1}))
+    assert LocalGpuMeasurer(campaign, ptxas, run)._limit_s == 30  # 20 x 1.5 s

@@ -14,7 +14,8 @@ from typing import Any
 from paretotune.campaign.load import Campaign
 from paretotune.errors import UserError
 from paretotune.execution.arms import input_seed
-from paretotune.execution.base import BuildPool, Built, Feed, Measured, measure_time_limit
+from paretotune.execution.base import (BuildPool, Built, Feed, Measured, baseline_s_per_shape,
+                                       measure_time_limit)
 from paretotune.execution.gpu_worker import GpuJob
 from paretotune.execution.ray.actors import ActorSet, Outcome, drain
 from paretotune.execution.ray.build_pool import RayBuildPool
@@ -55,7 +56,9 @@ class RayGpuMeasurer:
                                            max_restarts=0, max_concurrency=1)
         self.fleet = ActorSet(ray, lambda: host.remote(ctx), n_gpus, GPU_STARTUP_S)
         self.measure_timeout_s = campaign.spec.evaluation.measure_timeout_s * len(campaign.shapes)
-        self.candidate_timeout_s = self.measure_timeout_s  # scaled once the baseline is measured
+        stored = baseline_s_per_shape(run.baseline(), len(campaign.shapes))  # a resumed run's baseline
+        self.candidate_timeout_s = (len(campaign.shapes) * measure_time_limit(campaign.spec.evaluation, stored)
+                                    if stored else self.measure_timeout_s)  # scaled once the baseline is measured
         self._built: dict[int, TrialRecord] = {}  # submitted, not yet measured
         self._measured_on: dict[int, int] = {}
 
