@@ -100,12 +100,6 @@ class InProcessEvaluator:
     def evaluate(self, candidates: Any) -> list[Any]:
         return list(self.stream(candidates))
 
-    def start(self) -> None:  # nothing to start early (in-process)
-        pass
-
-    def abandon(self) -> None:
-        self.close()
-
     def close(self) -> None:
         pass
 
@@ -142,12 +136,6 @@ class KeptEvaluator:
 
     def evaluate(self, candidates: Any) -> list[Any]:
         return self.inner.evaluate(candidates)
-
-    def start(self) -> None:  # nothing to start early (in-process)
-        pass
-
-    def abandon(self) -> None:
-        self.close()
 
     def close(self) -> None:
         pass  # closed once, by close_all, after every run

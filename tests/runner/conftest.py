@@ -83,12 +83,6 @@ class FakeEvaluator:
     def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
         return list(self.stream(candidates))
 
-    def start(self) -> None:  # nothing to start early (in-process)
-        pass
-
-    def abandon(self) -> None:
-        self.close()
-
     def close(self) -> None:
         pass
 

@@ -93,12 +93,6 @@ class InProcessEvaluator:
 
         return (evaluate_static(c) for c in candidates)
 
-    def start(self) -> None:  # nothing to start early (in-process)
-        pass
-
-    def abandon(self) -> None:
-        self.close()
-
     def close(self) -> None:
         pass
 
