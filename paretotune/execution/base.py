@@ -30,16 +30,21 @@ def baseline_s_per_shape(baseline: TrialRecord | None, n_shapes: int) -> float |
     return (baseline.measure_s - baseline.stages.get("gpu_start_s", 0.0)) / n_shapes
 
 
+def scaled_limit(factor: float, baseline_s: float | None, floor_s: float, cap_s: float) -> float:
+    """A search candidate's time limit: ``factor`` times the baseline's seconds, within [``floor_s``,
+    ``cap_s``]; ``cap_s`` without a baseline figure or with a factor of 0 (ptxas and GPU measurement limits)."""
+    if not factor or not baseline_s or baseline_s <= 0:
+        return float(cap_s)
+    return float(min(cap_s, round(max(floor_s, factor * baseline_s), 1)))
+
+
 def measure_time_limit(evaluation: Any, baseline_s_per_shape: float | None) -> float:
     """Seconds a search candidate's GPU measurement may take per shape: ``measure_timeout_vs_baseline`` times
     the baseline's (its measurement includes opening the shape and the first build, so the factor is
-    generous), within [``measure_timeout_min_s``, ``measure_timeout_s``]; ``measure_timeout_s`` before the
-    baseline is measured or when the factor is 0. A kernel that never finishes then costs seconds, not a
-    minute per shape."""
-    if not evaluation.measure_timeout_vs_baseline or not baseline_s_per_shape or baseline_s_per_shape <= 0:
-        return float(evaluation.measure_timeout_s)
-    scaled = max(evaluation.measure_timeout_min_s, evaluation.measure_timeout_vs_baseline * baseline_s_per_shape)
-    return float(min(evaluation.measure_timeout_s, round(scaled, 1)))
+    generous), within [``measure_timeout_min_s``, ``measure_timeout_s``]. A kernel that never finishes then
+    costs seconds, not a minute per shape."""
+    return scaled_limit(evaluation.measure_timeout_vs_baseline, baseline_s_per_shape,
+                        evaluation.measure_timeout_min_s, evaluation.measure_timeout_s)
 
 
 class Feed:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from paretotune.errors import CandidateFailure
-from paretotune.execution.base import failed_record
+from paretotune.execution.base import failed_record, scaled_limit
 from paretotune.records import Candidate, TrialRecord
 from paretotune.store.atomic import atomic_write
 
@@ -113,11 +113,9 @@ def scaled_ptxas_timeout(baseline: TrialRecord, evaluation: Any) -> float:
     """The ptxas time limit for search candidates: ``compile_timeout_vs_baseline`` times the baseline's ptxas
     seconds, within [``compile_timeout_min_s``, ``compile_timeout_s``]. An ACF that makes ptxas take many times
     the default's time is a failed candidate, not a reason to hold the whole generation for a minute."""
-    ptxas_s = baseline.stages.get("ptxas_s")
-    if not evaluation.compile_timeout_vs_baseline or not ptxas_s or baseline.status != "ok":
-        return float(evaluation.compile_timeout_s)
-    scaled = max(evaluation.compile_timeout_min_s, evaluation.compile_timeout_vs_baseline * ptxas_s)
-    return float(min(evaluation.compile_timeout_s, round(scaled, 1)))
+    ptxas_s = baseline.stages.get("ptxas_s") if baseline.status == "ok" else None
+    return scaled_limit(evaluation.compile_timeout_vs_baseline, ptxas_s, evaluation.compile_timeout_min_s,
+                        evaluation.compile_timeout_s)
 
 
 def job_after_baseline(baseline: TrialRecord | None, evaluation: Any) -> Callable[[Candidate], TrialRecord]:
