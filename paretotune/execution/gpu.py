@@ -155,14 +155,16 @@ class LocalGpuMeasurer:
     """The measurer of the local backend: one GPU process (:class:`GpuWorker`) measures each built candidate
     as it comes, while the build pool, drained in a thread, keeps the CPU workers compiling."""
 
-    def __init__(self, campaign: Campaign, ptxas: Ptxas, run: RunDir) -> None:
+    def __init__(self, campaign: Campaign, ptxas: Ptxas, run: RunDir, baseline: TrialRecord | None = None) -> None:
         self.campaign, self.run = campaign, run
         ev = campaign.spec.evaluation
         self.gpu = GpuWorker(campaign, ptxas, ev.measure_timeout_s, ev.gpu_spares)
         self._todo: deque[TrialRecord] = deque()
-        # per shape, once the baseline is measured (a resumed run's stored baseline counts): measure_time_limit
-        stored = baseline_s_per_shape(run.baseline(), len(campaign.shapes))
-        self._limit_s: float | None = measure_time_limit(ev, stored) if stored else None
+        self._limit_s = self._candidate_limit(baseline)  # per shape; a resumed run's stored baseline counts
+
+    def _candidate_limit(self, baseline: TrialRecord | None) -> float:
+        return measure_time_limit(self.campaign.spec.evaluation,
+                                  baseline_s_per_shape(baseline, len(self.campaign.shapes)))
 
     def start(self) -> None:
         self.gpu.prestart()
@@ -181,16 +183,16 @@ class LocalGpuMeasurer:
     def _measure(self, rec: TrialRecord) -> Measured:
         acf = str(self.run.acf_path(rec.acf)) if rec.acf else None  # the record carries its candidate
         start = time.perf_counter()
-        n_shapes = len(self.campaign.shapes)
         status, payload = self.gpu.run(GpuJob(rec.candidate_id, rec.config, acf, input_seed(
-            self.campaign.spec.seed, rec.candidate_id)), n_shapes, None if rec.is_baseline else self._limit_s)
+            self.campaign.spec.seed, rec.candidate_id)), len(self.campaign.shapes),
+            None if rec.is_baseline else self._limit_s)
         elapsed = time.perf_counter() - start
-        if rec.is_baseline and status == "ok":
-            self._limit_s = measure_time_limit(self.campaign.spec.evaluation,
-                                               (elapsed - self.gpu.last_start_s) / n_shapes)
         if self.gpu.last_start_s:
             rec = replace(rec, stages={**rec.stages, "gpu_start_s": self.gpu.last_start_s})
-        return Measured(replace(rec, measure_s=elapsed), status, payload)
+        rec = replace(rec, measure_s=elapsed)
+        if rec.is_baseline and status == "ok":
+            self._limit_s = self._candidate_limit(rec)
+        return Measured(rec, status, payload)
 
     def ncu(self, records: list[TrialRecord], metrics: list[str]) -> dict[int, dict[str, dict[str, float]]]:
         """One Nsight Compute process for the whole batch."""

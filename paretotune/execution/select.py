@@ -31,11 +31,13 @@ def evaluator_for(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Seq
     ctx = WorkerContext(campaign_path=str(campaign.path), campaign_text=campaign.text, ptxas_path=str(ptxas.path),
                         ptxas_version=ptxas.version, acf_dir=str(run.path / "acf"), precompile=measures,
                         compile_timeout_s=ev.compile_timeout_s)
-    job = job_after_baseline(run.baseline(), ev)  # a resumed run has its baseline
+    baseline = run.baseline()  # a resumed run has its baseline: the ptxas and measurement limits follow it
+    job = job_after_baseline(baseline, ev)
     timeout_s = ev.compile_timeout_s * len(campaign.shapes) + 30.0
     if campaign.spec.execution.backend != "ray":
         pool = WorkerPool(job, init_worker, (ctx,), ev.workers, timeout_s, nice=COMPILE_NICE if measures else 0)
-        return _compose(campaign, run, objectives, pool, LocalGpuMeasurer(campaign, ptxas, run) if measures else None)
+        measurer = LocalGpuMeasurer(campaign, ptxas, run, baseline) if measures else None
+        return _compose(campaign, run, objectives, pool, measurer)
     # Ray: CPU actors build, one actor per GPU of the cluster measures
     if measures:
         check_device(campaign)
@@ -44,7 +46,7 @@ def evaluator_for(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Seq
         ray = import_ray()
         n_gpus = gpu_actor_count(ray, campaign) if measures else 0
         ray_pool = RayBuildPool(ray, job, init_worker, ctx, ev.workers, timeout_s)
-        measurer = RayGpuMeasurer(ray, campaign, run, ray_pool, n_gpus) if measures else None
+        measurer = RayGpuMeasurer(ray, campaign, run, ray_pool, n_gpus, baseline) if measures else None
         return _compose(campaign, run, objectives, ray_pool, measurer, session)
     except BaseException:
         session.close()

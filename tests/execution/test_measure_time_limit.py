@@ -64,7 +64,8 @@ def test_a_hanging_candidate_is_cut_off_at_the_given_limit_naming_its_phase(tmp_
 
 def test_a_resumed_run_scales_the_limit_from_its_stored_baseline(tmp_path: Path) -> None:
     """The baseline is not measured again on resume: its stored measurement sets the candidates' limit."""
-    from paretotune.execution.gpu import LocalGpuMeasurer
+    from paretotune.campaign.resolve import make_objectives
+    from paretotune.execution.select import evaluator_for
     from paretotune.records import TrialRecord
     from paretotune.runner.start import start_run
 
@@ -73,7 +74,15 @@ def test_a_resumed_run_scales_the_limit_from_its_stored_baseline(tmp_path: Path)
     campaign = campaign_from_text(text, tmp_path / "campaign.yaml")
     ptxas = find_ptxas()
     run = start_run(campaign, tmp_path / "run", ptxas, 0)
-    assert LocalGpuMeasurer(campaign, ptxas, run)._limit_s is None  # nothing measured yet: measure_timeout_s
+
+    def candidate_limit() -> float:
+        evaluator = evaluator_for(campaign, ptxas, run, make_objectives(campaign))  # no process starts here
+        try:
+            return evaluator.measurer._limit_s
+        finally:
+            evaluator.close()
+
+    assert candidate_limit() == 60  # nothing measured yet: measure_timeout_s
     run.append(TrialRecord(candidate_id=0, generation=0, config={}, acf=None, is_baseline=True, status="ok",
                            values={"runtime": 0.01}, measure_s=1.6, stages={"gpu_start_s": 0.1}))
-    assert LocalGpuMeasurer(campaign, ptxas, run)._limit_s == 30  # 20 x 1.5 s
+    assert candidate_limit() == 30  # 20 x 1.5 s

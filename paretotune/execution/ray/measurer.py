@@ -49,16 +49,15 @@ class RayGpuMeasurer:
     """``n_gpus`` measurement actors (``gpus_per_worker`` GPUs each) next to ``cpu``, the build pool they take
     their candidates from."""
 
-    def __init__(self, ray: Any, campaign: Campaign, run: RunDir, cpu: RayBuildPool, n_gpus: int) -> None:
+    def __init__(self, ray: Any, campaign: Campaign, run: RunDir, cpu: RayBuildPool, n_gpus: int,
+                 baseline: TrialRecord | None = None) -> None:
         self.ray, self.campaign, self.run, self.cpu = ray, campaign, run, cpu
         ctx = cpu.ctx
         host = ray.remote(GpuHost).options(num_gpus=campaign.spec.execution.gpus_per_worker, num_cpus=0,
                                            max_restarts=0, max_concurrency=1)
         self.fleet = ActorSet(ray, lambda: host.remote(ctx), n_gpus, GPU_STARTUP_S)
         self.measure_timeout_s = campaign.spec.evaluation.measure_timeout_s * len(campaign.shapes)
-        stored = baseline_s_per_shape(run.baseline(), len(campaign.shapes))  # a resumed run's baseline
-        self.candidate_timeout_s = (len(campaign.shapes) * measure_time_limit(campaign.spec.evaluation, stored)
-                                    if stored else self.measure_timeout_s)  # scaled once the baseline is measured
+        self.candidate_timeout_s = self._candidate_limit(baseline)  # a resumed run's stored baseline counts
         self._built: dict[int, TrialRecord] = {}  # submitted, not yet measured
         self._measured_on: dict[int, int] = {}
 
@@ -78,9 +77,13 @@ class RayGpuMeasurer:
             rec = replace(rec, measure_s=o.elapsed_s, extra={**rec.extra, "ray": {"gpu_worker": o.slot, **o.worker}})
             status, payload = self._gpu_result(o)
             if rec.is_baseline and status == "ok":  # search candidates get a limit scaled to the baseline's time
-                self.candidate_timeout_s = len(self.campaign.shapes) * measure_time_limit(
-                    self.campaign.spec.evaluation, o.elapsed_s / len(self.campaign.shapes))
+                self.candidate_timeout_s = self._candidate_limit(rec)
             yield Measured(rec, status, payload)
+
+    def _candidate_limit(self, baseline: TrialRecord | None) -> float:
+        """All shapes' seconds (an actor call measures every shape): :func:`measure_time_limit` per shape."""
+        n = len(self.campaign.shapes)
+        return n * measure_time_limit(self.campaign.spec.evaluation, baseline_s_per_shape(baseline, n))
 
     def start(self) -> None:
         """Nothing ahead: the Ray backend is never started before the campaign's checks (see runner/session)."""
