@@ -37,13 +37,16 @@ def start_and_execute(campaign: Campaign, out: Path, ptxas: Ptxas, *, quiet: boo
     age = process_age_s()
     run = RunDir(out)  # a path until claimed: nothing is written before every check has passed
     t0 = time.monotonic()
-    evaluator = start_workers_early(campaign, ptxas, run, check_before_import(campaign))
+    objectives = check_before_import(campaign)
     t1 = time.monotonic()
+    evaluator = start_workers_early(campaign, ptxas, run, objectives)
+    t2 = time.monotonic()
     try:
-        meta, adapter = prepare_run(campaign, ptxas, campaign.spec.seed)  # all checks, before the folder exists
-        # where the seconds before the loop went (run.json): the process until here, the early worker start
-        # (with its checks), then prepare_run's own steps
-        meta["start_s"] = {"process_to_run": age, "workers_started": round(t1 - t0, 3), **meta["start_s"]}
+        meta, adapter = prepare_run(campaign, ptxas, campaign.spec.seed, objectives)  # before the folder exists
+        # where the seconds before the loop went (run.json): the process until here, the checks, the early worker
+        # start, then prepare_run's own steps
+        meta["start_s"] = {"process_to_run": age, "checks": round(t1 - t0, 3), "workers_started": round(t2 - t1, 3),
+                           **meta["start_s"]}
         for note in meta.get("kernel", {}).get("notes", []):
             print(note, file=sys.stderr if as_json else sys.stdout)  # --json keeps stdout one JSON document
         with run.claim() as made_here:  # the lock is held before anything is written
@@ -71,6 +74,10 @@ def start_workers_early(campaign: Campaign, ptxas: Ptxas, run: RunDir, objective
     (2026-12-01, D1-D3: a campaign's first record 46-52 s after its process started). Local backend and an
     empty or new ``--out`` only: a Ray session is not opened, and an existing folder not read, before the
     campaign has passed its checks."""
+    if campaign.spec.execution.backend != "local":
+        return None
+    if run.path.exists() and (not run.path.is_dir() or any(run.path.iterdir())):
+        return None  # claiming it will say what is there; nothing of it is read before that
     import torch
     import triton  # noqa: F401 - the workers' fork server preloads what this process has imported (pool.py)
 
@@ -80,11 +87,6 @@ def start_workers_early(campaign: Campaign, ptxas: Ptxas, run: RunDir, objective
         from paretotune.kernels.helion import import_helion
 
         import_helion()  # imported here anyway by the kernel's import; only sooner
-
-    if campaign.spec.execution.backend != "local":
-        return None
-    if run.path.exists() and (not run.path.is_dir() or any(run.path.iterdir())):
-        return None  # claiming it will say what is there; nothing of it is read before that
     evaluator = loop.make_evaluator(campaign, ptxas, run, objectives)
     try:
         evaluator.start()
