@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,29 +105,26 @@ def _replace_file(name: str, data: bytes | None = None, *, kind: str = "file") -
     return damage
 
 
-def _edit_meta(**changes: object) -> Callable[[Path], None]:
+def _edit(part: Callable[[dict[str, Any]], dict[str, Any]], changes: dict[str, object]) -> Callable[[Path], None]:
+    """A damage that sets (or, with _DELETE, removes) keys of one part of run.json."""
     def damage(run: Path) -> None:
         meta = json.loads((run / META).read_text())
+        target = part(meta)
         for key, value in changes.items():
             if value is _DELETE:
-                meta.pop(key, None)
+                target.pop(key, None)
             else:
-                meta[key] = value
+                target[key] = value
         (run / META).write_text(json.dumps(meta))
     return damage
+
+
+def _edit_meta(**changes: object) -> Callable[[Path], None]:
+    return _edit(lambda meta: meta, changes)
 
 
 def _edit_column(index: int, **changes: object) -> Callable[[Path], None]:
-    def damage(run: Path) -> None:
-        meta = json.loads((run / META).read_text())
-        col = meta["objective_columns"][index]
-        for key, value in changes.items():
-            if value is _DELETE:
-                col.pop(key, None)
-            else:
-                col[key] = value
-        (run / META).write_text(json.dumps(meta))
-    return damage
+    return _edit(lambda meta: meta["objective_columns"][index], changes)
 
 
 def _torn_and_duplicated(run: Path) -> None:
