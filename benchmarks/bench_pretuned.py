@@ -247,31 +247,26 @@ def main() -> int:
                                    min(left, per_campaign + 120), folder / f"{strategy}.log")
             result: dict[str, Any] = {"exit_code": code, "search_s": round(wall, 1),
                                       "wall_clock_limit_s": round(search_wall, 1)}
-            killed_with_records = code == 124 and (run / "results.jsonl").is_file()
-            if killed_with_records:  # the call's budget ended it: what it stored is a result, not a failure
+            stored = (run / "results.jsonl").is_file()
+            killed = code == 124 and stored  # the call's budget ended it: what it stored is a result, not a failure
+            if killed:
                 result["note"] = f"killed at {wall:.0f} s by this call's budget; not validated"
-                try:
-                    result.update(summarize_run(run))
-                except Exception as exc:  # noqa: BLE001 - an unreadable partial run is recorded as such
-                    result["error"] = f"summary: {type(exc).__name__}: {exc}"
-                record["runs"] = True
-                record[strategy] = result
-                continue
-            if code != 0 or not (run / "results.jsonl").is_file():
+            elif code != 0 or not stored:
                 result["error"] = last
                 if strategy == "acf-only":  # the kernel itself does not import, build or run: say why, go on
                     record.update(runs=False, why_not=last)
                 record[strategy] = result
                 continue
             record["runs"] = True
-            # what is left of the budget (each campaign's share reserved VALIDATE_S for this), so that the call's
-            # own limit never cuts a validation: D4 lost scaled_mm's to a 60 s floor past the budget
-            vcode, vwall, vlast = cli(["validate", str(run), "--top", "3", "--rounds", str(args.rounds)],
-                                      max(VALIDATE_S, min(args.budget_s - (time.monotonic() - started), 300)),
-                                      folder / f"{strategy}-validate.log")
-            result.update(validate_exit_code=vcode, validate_s=round(vwall, 1))
-            if vcode != 0:
-                result["validate_error"] = vlast
+            if not killed:
+                # what is left of the budget (each campaign's share reserved VALIDATE_S for this), so that the
+                # call's own limit never cuts a validation: D4 lost scaled_mm's to a 60 s floor past the budget
+                vcode, vwall, vlast = cli(["validate", str(run), "--top", "3", "--rounds", str(args.rounds)],
+                                          max(VALIDATE_S, min(args.budget_s - (time.monotonic() - started), 300)),
+                                          folder / f"{strategy}-validate.log")
+                result.update(validate_exit_code=vcode, validate_s=round(vwall, 1))
+                if vcode != 0:
+                    result["validate_error"] = vlast
             try:
                 result.update(summarize_run(run))
             except Exception as exc:  # noqa: BLE001 - a summary that cannot be read is recorded, not fatal
