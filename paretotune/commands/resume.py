@@ -11,6 +11,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from paretotune.runner.session import resume_run
+    from paretotune.runner.session import process_age_s, resume_run
 
-    return resume_run(args.run_dir, quiet=args.quiet)
+    return resume_run(args.run_dir, quiet=args.quiet, spent_s=process_age_s())

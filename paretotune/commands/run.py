@@ -22,7 +22,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from paretotune.campaign.acf_check import check_toolchain
-    from paretotune.runner.session import resume_run, start_and_execute
+    from paretotune.runner.session import process_age_s, resume_run, start_and_execute
     from paretotune.store.run_dir import META
     from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 
@@ -35,9 +35,11 @@ def main(args: argparse.Namespace) -> int:
         if args.out is None:
             raise UserError("--resume needs --out RUN_DIR (the run to continue)")
         if (args.out / META).is_file():
-            return resume_run(args.out, quiet=args.quiet or args.json, expect=campaign, seed=args.seed)
+            return resume_run(args.out, quiet=args.quiet or args.json, expect=campaign, seed=args.seed,
+                              spent_s=process_age_s())
     ptxas = find_ptxas()
     check_toolchain(campaign, ptxas)
     export_for_triton(ptxas)
     out = args.out or Path("runs") / f"{campaign.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    return start_and_execute(campaign, out, ptxas, quiet=args.quiet or args.json, as_json=args.json)
+    return start_and_execute(campaign, out, ptxas, quiet=args.quiet or args.json, as_json=args.json,
+                             spent_s=process_age_s())

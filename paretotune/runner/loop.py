@@ -64,7 +64,7 @@ class LoopState:
     next_id: int = 0
     evaluated: int = 0  # search evaluations told (the baseline does not count against the budget)
     generation: int = 0
-    elapsed_s: float = 0.0  # loop time of earlier processes of this run (search.wall_clock_s spans resumes)
+    elapsed_s: float = 0.0  # wall time this run has had before this loop: earlier processes, this one's start-up
 
 
 @dataclass(frozen=True)
@@ -282,8 +282,8 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
         marks.append(("engine", time.monotonic()))  # the search starts: the span GPU busy is taken over
         schedule = "steady" if steady_schedule(campaign, engine, evaluator) else "generational"
         steady() if schedule == "steady" else generational()
-        if behind:
-            commit((), final=True)  # the search's end: the engine as it finished, where spacing skipped saves
+        if behind or saved_at == -math.inf:  # the engine as it finished, where spacing skipped saves (or where a
+            commit((), final=True)  # budget spent before the loop let nothing be proposed: a complete run all the same)
         marks.append(("search", time.monotonic()))
         twins = twin_candidates(run.results(), run.directions(), next_id=state.next_id, generation=state.generation)
         if twins:  # attribution: the same configs without their ACFs (counted as evaluations, never told)

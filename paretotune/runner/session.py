@@ -27,14 +27,17 @@ if TYPE_CHECKING:
     from paretotune.toolchain.ptxas import Ptxas
 
 
-def start_and_execute(campaign: Campaign, out: Path, ptxas: Ptxas, *, quiet: bool, as_json: bool = False) -> int:
+def start_and_execute(campaign: Campaign, out: Path, ptxas: Ptxas, *, quiet: bool, as_json: bool = False,
+                      spent_s: float | None = None) -> int:
     """Check everything checkable (a CUDA GPU when an objective needs one included), then claim ``out`` and
-    run; a start that fails before the first checkpoint leaves nothing behind (``run`` and the API share it)."""
+    run; a start that fails before the first checkpoint leaves nothing behind (``run`` and the API share it).
+    ``spent_s``: seconds the caller spent on this run before the call (the CLI: its process's age), counted
+    with the start-up against ``search.wall_clock_s``."""
     from paretotune.runner.start import check_before_import, prepare_run
     from paretotune.store.checkpoint import CHECKPOINT
     from paretotune.store.run_dir import RunDir
 
-    age = process_age_s()
+    entered = time.monotonic()
     run = RunDir(out)  # a path until claimed: nothing is written before every check has passed
     t0 = time.monotonic()
     objectives = check_before_import(campaign)
@@ -45,7 +48,7 @@ def start_and_execute(campaign: Campaign, out: Path, ptxas: Ptxas, *, quiet: boo
         meta, adapter = prepare_run(campaign, ptxas, campaign.spec.seed, objectives)  # before the folder exists
         # where the seconds before the loop went (run.json): the process until here, the checks, the early worker
         # start, then prepare_run's own steps
-        meta["start_s"] = {"process_to_run": age, "checks": round(t1 - t0, 3), "workers_started": round(t2 - t1, 3),
+        meta["start_s"] = {"process_to_run": spent_s, "checks": round(t1 - t0, 3), "workers_started": round(t2 - t1, 3),
                            **meta["start_s"]}
         for note in meta.get("kernel", {}).get("notes", []):
             print(note, file=sys.stderr if as_json else sys.stdout)  # --json keeps stdout one JSON document
@@ -53,7 +56,7 @@ def start_and_execute(campaign: Campaign, out: Path, ptxas: Ptxas, *, quiet: boo
             try:
                 run.write_new(campaign.text, meta)
                 return execute(campaign, run, ptxas, quiet=quiet, as_json=as_json, evaluator=evaluator,
-                               adapter=adapter)
+                               adapter=adapter, since=entered - (spent_s or 0.0))
             except BaseException as exc:
                 if not (run.path / CHECKPOINT).exists():  # nothing but (at most) a baseline: no half-made run
                     run.discard(made_here)
@@ -128,18 +131,24 @@ def _names_helion(campaign: Campaign) -> bool:
 
 def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engine: SearchEngine | None = None,
             point: ResumePoint | None = None, as_json: bool = False, evaluator: Evaluator | None = None,
-            adapter: Any = None) -> int:
-    """Run (or continue) the loop with a progress bar, then print the front."""
-    from paretotune.runner.loop import run_campaign
+            adapter: Any = None, since: float | None = None) -> int:
+    """Run (or continue) the loop with a progress bar, then print the front. ``since`` (``time.monotonic()``):
+    when this process began working on the run; its start-up counts against ``search.wall_clock_s``, which is
+    the campaign's wall time as its user sees it (a 60 s budget ends about 60 s after the command started)."""
+    from dataclasses import replace
+
+    from paretotune.runner.loop import LoopState, run_campaign
 
     total = campaign.spec.search.budget + 1
     before = len(point.records) if point is not None else 0
     started = time.perf_counter()
     best = BestSoFar(run.objective_columns(), point.records if point is not None else [])
+    state = point.state if point is not None else LoopState()
+    if since is not None:
+        state = replace(state, elapsed_s=state.elapsed_s + max(0.0, time.monotonic() - since))
     with ProgressBar(total, quiet, before, best) as advance:
         records = run_campaign(campaign, run, ptxas, on_record=advance, engine=engine, evaluator=evaluator,
-                               adapter=adapter,
-                               state=point.state if point else None, in_flight=point.in_flight if point else None)
+                               adapter=adapter, state=state, in_flight=point.in_flight if point else None)
     failed = sum(r.status != "ok" for r in records)
     stored = f" ({before + len(records)} stored in all)" if point is not None else ""
     _write_progress(run)
@@ -184,14 +193,17 @@ def print_front(run: RunDir) -> None:
     print(f"\nrun directory: {run.path}\n  results: {run.path / 'results.jsonl'}\n  ACFs:    {run.path / 'acf'}")
 
 
-def resume_run(path: Path, *, quiet: bool, expect: Campaign | None = None, seed: int | None = None) -> int:
+def resume_run(path: Path, *, quiet: bool, expect: Campaign | None = None, seed: int | None = None,
+               spent_s: float | None = None) -> int:
     """Continue the run in ``path``; everything is checked before any compile (see
-    :func:`paretotune.runner.resume.prepare_resume`)."""
+    :func:`paretotune.runner.resume.prepare_resume`). ``spent_s`` as for :func:`start_and_execute`: this
+    process's start-up adds to the run's wall time."""
     from paretotune.campaign.resolve import make_objectives
     from paretotune.execution.gpu_check import require_gpu_for
     from paretotune.runner.resume import open_run, prepare_resume
     from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 
+    entered = time.monotonic()
     run = open_run(path)
     ptxas = find_ptxas()
     export_for_triton(ptxas)
@@ -204,4 +216,5 @@ def resume_run(path: Path, *, quiet: bool, expect: Campaign | None = None, seed:
             return 0
         require_gpu_for(make_objectives(plan.campaign), f"{plan.campaign.path}: objectives",
                         backend=plan.campaign.spec.execution.backend)
-        return execute(plan.campaign, run, ptxas, quiet=quiet, engine=plan.engine, point=plan.point)
+        return execute(plan.campaign, run, ptxas, quiet=quiet, engine=plan.engine, point=plan.point,
+                       since=entered - (spent_s or 0.0))

@@ -67,3 +67,21 @@ def test_an_existing_out_folder_is_not_read_before_it_is_claimed(tmp_path: Path,
     (out / "something").write_text("x")
     campaign = load_campaign(QUICKSTART)
     assert session.start_workers_early(campaign, ptxas, RunDir(out), []) is None
+
+
+def test_the_wall_clock_budget_counts_the_start_up(tmp_path: Path, ptxas: Any) -> None:
+    """``search.wall_clock_s`` is the user's wall time: a command that spent the budget before the loop (here a
+    pretended process age) proposes nothing after the baseline; the checkpoint's elapsed time includes it."""
+    from paretotune.store.checkpoint import read_checkpoint
+
+    text = QUICKSTART.read_text().replace("generations: 4", "generations: 1\n  wall_clock_s: 600")
+    campaign = campaign_from_text(text, tmp_path / "campaign.yaml")
+    assert campaign.spec.search.wall_clock_s == 600
+    assert session.start_and_execute(campaign, tmp_path / "late", ptxas, quiet=True, spent_s=601.0) == 0
+    late = RunDir(tmp_path / "late")
+    assert [r.is_baseline for r in late.records()] == [True]
+    cp = read_checkpoint(tmp_path / "late")
+    assert cp is not None and cp.evaluated == 0 and cp.elapsed_s > 601.0
+    assert late.meta()["start_s"]["process_to_run"] == 601.0
+    assert session.start_and_execute(campaign, tmp_path / "early", ptxas, quiet=True, spent_s=1.0) == 0
+    assert len(RunDir(tmp_path / "early").records()) > 1  # the same campaign with its budget left searches
