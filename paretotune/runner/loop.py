@@ -279,6 +279,9 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
                 raise UserError(f"{campaign.path}: the baseline (default config, no ACF) failed: {written[-1].error}")
         marks.append(("baseline", time.monotonic()))
         engine = engine or make_engine(campaign, adapter, len(columns))
+        pace = getattr(engine, "pace", None)
+        if pace is not None and spec.search.wall_clock_s:  # e.g. sequential: half the time left for configs
+            pace(lambda: state.elapsed_s + time.monotonic() - started, spec.search.wall_clock_s)
         marks.append(("engine", time.monotonic()))  # the search starts: the span GPU busy is taken over
         schedule = "steady" if steady_schedule(campaign, engine, evaluator) else "generational"
         steady() if schedule == "steady" else generational()

@@ -5,8 +5,10 @@ evaluation budget. Two engines in turn behind one interface, so the campaign loo
 phases:
 
 1. Phase 1 searches the config-only space (no ACF) for up to ``phase1_budget`` evaluations (the registry
-   gives half the campaign budget). It ends early when its engine has nothing new to propose (a small config
-   space is exhausted), and the rest of the budget goes to phase 2.
+   gives half the campaign budget), or, under a wall-clock budget (:meth:`SequentialEngine.pace`), until half
+   the time left when the search began has passed: whichever comes first, so that a time-bound campaign
+   searches ACFs too. It ends early when its engine has nothing new to propose (a small config space is
+   exhausted), and the rest of the budget goes to phase 2.
 2. The winner is the **knee** of phase 1's non-dominated set (``paretotune.pareto.knee_pick``: the point
    with the smallest sum of objectives rescaled to [0, 1] over the front; ties to the earliest evaluated).
    If nothing in phase 1 succeeded, the first config phase 1 proposed is used.
@@ -60,6 +62,22 @@ class SequentialEngine:
         self._configs: dict[str, dict[str, Any]] = {}  # phase-1 engine_id -> config
         self._first_config: dict[str, Any] | None = None
         self._results: list[tuple[dict[str, Any], tuple[float, ...]]] = []
+        self._clock: Callable[[], float] | None = None  # the run's wall seconds so far (see pace)
+        self.phase1_until_s: float | None = None  # on that clock
+
+    def pace(self, clock: Callable[[], float], wall_clock_s: float) -> None:
+        """Bound phase 1 by time as well: it ends once ``clock()`` (the run's wall seconds) passes the middle of
+        what was left of ``wall_clock_s`` when the search began. Called by the loop for a campaign with a
+        wall-clock budget; a restored engine keeps the point it had."""
+        self._clock = clock
+        if self.phase == 1 and self.phase1_until_s is None:
+            began = clock()
+            self.phase1_until_s = began + max(0.0, wall_clock_s - began) / 2
+
+    def _phase1_open(self) -> bool:
+        if self._handed >= self.phase1_budget:
+            return False
+        return self._clock is None or self.phase1_until_s is None or self._clock() < self.phase1_until_s
 
     def _start_phase2(self) -> None:
         self.winner = knee_config(self._results) if self._results else dict(self._first_config or {})
@@ -67,7 +85,7 @@ class SequentialEngine:
 
     def ask(self) -> list[Proposal]:
         if self.phase == 1:
-            proposals = self._phase1.ask() if self._handed < self.phase1_budget else []
+            proposals = self._phase1.ask() if self._phase1_open() else []
             proposals = proposals[: self.phase1_budget - self._handed]
             if proposals:
                 self._handed += len(proposals)
@@ -91,7 +109,8 @@ class SequentialEngine:
         if not self._engine.save(path):
             return False
         state = {"phase": self.phase, "winner": self.winner, "handed": self._handed, "configs": self._configs,
-                 "first_config": self._first_config, "results": [[c, list(s)] for c, s in self._results]}
+                 "first_config": self._first_config, "results": [[c, list(s)] for c, s in self._results],
+                 "phase1_until_s": self.phase1_until_s}
         atomic_write_json(f"{path}.phase.json", state)
         return True
 
@@ -101,6 +120,7 @@ class SequentialEngine:
         self.phase, self.winner, self._handed = int(state["phase"]), state["winner"], int(state["handed"])
         self._configs, self._first_config = dict(state["configs"]), state["first_config"]
         self._results = [(c, tuple(s)) for c, s in state["results"]]
+        self.phase1_until_s = state.get("phase1_until_s")  # absent in checkpoints written before pacing
         if self.phase == 2:
             self._engine = self._make_phase2(dict(self.winner or {}))
         restore = getattr(self._engine, "restore", None)

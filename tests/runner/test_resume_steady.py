@@ -166,3 +166,23 @@ def test_wall_clock_budget_stops_proposing_and_finishes_in_flight(tmp_path: Path
     assert 9 <= len(search) < 27  # stopped proposing before the evaluation budget
     assert sorted(r.candidate_id for r in records) == list(range(cp.evaluated + 1))
     assert clock.now > 20 and run.meta()["timing"][0]["candidates"] == cp.evaluated
+
+
+@pytest.mark.parametrize("wall_clock", [None, 1000])
+def test_the_loop_paces_a_sequential_search_by_its_wall_clock(tmp_path: Path, feed_fake_evaluator: Any, ptxas: Any,
+                                                              wall_clock: int | None) -> None:
+    """Under a wall-clock budget the loop gives the sequential engine the run's clock, so its config phase
+    ends at half the time left (tests/search/test_engines.py); without one, phase 1 is bounded by evaluations."""
+    import json
+
+    path = write_campaign(tmp_path)
+    extra = "  strategy: sequential\n" + (f"  wall_clock_s: {wall_clock}\n" if wall_clock else "")
+    path.write_text(path.read_text().replace("  pool_size: 9\n", "  pool_size: 9\n" + extra))
+    start(path, tmp_path / "run", ptxas)
+    cp = read_checkpoint(tmp_path / "run")
+    assert cp is not None and cp.engine_file
+    phases = json.loads((tmp_path / "run" / f"{cp.engine_file}.phase.json").read_text())
+    if wall_clock is None:
+        assert phases["phase1_until_s"] is None
+    else:
+        assert 0 < phases["phase1_until_s"] < wall_clock

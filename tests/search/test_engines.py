@@ -257,3 +257,31 @@ def test_sequential_checkpoint_restore(stop_after: int, tmp_path: Path) -> None:
     keys = _keys(handed + rest)
     assert len(keys) == len(set(keys)) == 4 + 3  # 4 configs, then the 3 ACFs at the knee
     assert second.phase == 2 and all(p.acf is not None for p in rest[-3:])
+
+
+def test_sequential_under_a_wall_clock_moves_to_acfs_at_half_the_time_left(tmp_path: Path) -> None:
+    """With a wall-clock budget phase 1 ends at the middle of the time left when the search began, though its
+    evaluation budget is far from spent; a restored engine keeps that point."""
+    now = [20.0]  # the run's wall seconds: 20 s of start-up before the search
+
+    def make() -> SequentialEngine:
+        cache: dict[str, Score] = {}
+        phase1 = Deduplicated(build_engine("random", SPACE.configs_only(), n_objectives=2, pool_size=1,
+                                           generations=1, seed=0), cache=cache)
+        return SequentialEngine(phase1, lambda c: Deduplicated(build_engine(
+            "grid", SPACE.at_config(c), n_objectives=2, pool_size=2, generations=1, seed=0), cache=cache),
+            phase1_budget=1000)
+
+    engine = make()
+    engine.pace(lambda: now[0], 100.0)
+    assert engine.phase1_until_s == 60.0  # 20 + (100 - 20) / 2
+    first = drive(engine, budget=1)
+    assert engine.phase == 1 and all(p.acf is None for p in first)
+    assert engine.save(str(tmp_path / "ckpt"))
+    restored = make()
+    restored.restore(str(tmp_path / "ckpt"))
+    now[0] = 90.0  # a resumed process: pacing again does not move the point
+    restored.pace(lambda: now[0], 100.0)
+    assert restored.phase1_until_s == 60.0
+    rest = drive(restored, budget=3)
+    assert restored.phase == 2 and rest and all(p.acf is not None for p in rest)
