@@ -3,18 +3,22 @@
 Per kernel, one after another on the same GPU:
 
 - paretotune ``joint``, ``sequential`` and ``acf-only`` (runtime objective, CompileIQ, ``search.wall_clock_s``
-  = the largest budget), each a CLI run in its own process, exactly as a user runs it;
+  = the largest budget, which counts the CLI's start-up), each a CLI run in its own process, exactly as a user
+  runs it;
 - Helion's autotuner (Helion kernels): its own config space, ``autotune_search_acf`` = the shipped ACF list
   (``benchmarks/inputs/ttq_acfs``: ACFs a CPU static CompileIQ campaign found on another kernel, the Triton
-  layer norm; Helion always tries no-ACF too), in-process benchmarking, ``autotune_budget_seconds``;
+  layer norm; Helion always tries no-ACF too), in-process benchmarking, ``autotune_budget_seconds`` = the
+  largest budget less the seconds its process took to reach autotuning (so it ends when a paretotune arm does);
 - Triton's ``@triton.autotune`` over its configs (the Triton kernel: docs/examples/autotuned.py).
 
-Best runtime reached vs wall seconds comes from each tool's own timeline (paretotune: record times; Helion:
-its autotune CSV; Triton: one point when autotune returns). Each smaller budget is read off the same run
-(best reached by then). At the end every tool's winner is re-timed side by side in one fresh process on the
-same buffers with paretotune's validation worker (interleaved rounds against the default config and a
-baseline-vs-baseline control; Welch + Holm, bootstrap CI). Also recorded per paretotune run: GPU-side build
-seconds per candidate and the GPU-busy fraction (run.json ``timing``).
+Best runtime reached vs wall seconds comes from each tool's own timeline, counted from its process start
+(paretotune: record times; Helion: its autotune CSV; Triton: one point when autotune returns). Each smaller
+budget is read off the same run (the best reached by then: no tool plans by its budget). At the end the kernel
+each tool had reached by each budget is re-timed side by side in one fresh process on the same buffers with
+paretotune's validation worker (interleaved rounds against the default config and a baseline-vs-baseline
+control; Welch + Holm, bootstrap CI), each one with an ACF beside the same config without it, so that a gain
+splits into the config's share and the ACF's. Also recorded per paretotune run: GPU-side build seconds per
+candidate, the GPU-busy fraction (run.json ``timing``) and where its start-up went (``start_s``).
 
 Writes OUT/ttq.json (everything, partial after each kernel), OUT/ttq.csv (the table), OUT/ttq.png (best
 runtime vs wall seconds) and each run directory. One command:
@@ -44,8 +48,9 @@ sys.path.insert(0, str(ROOT))
 ACF_DIR = ROOT / "benchmarks" / "inputs" / "ttq_acfs"
 WORKLOADS = ROOT / ".workloads" / "helion-pretuned-sm90"  # git-ignored; ../shared/workloads/README.md makes it
 STRATEGIES = ("joint", "sequential", "acf-only")
-START_OVERHEAD_S = 60.0  # per arm: imports, checks, workers, baseline (H200 host, 2026-12-01 D1: 55-80 s)
-RETIME_S = 30.0  # per kernel: the winners re-timed in a fresh process
+AFTER_BUDGET_S = 6.0  # per arm: candidates in flight at the budget, closing, the summary (H200 host: about 3 s)
+TRITON_ARM_S = 40.0  # Triton's autotune over its configs, imports included
+RETIME_S = 45.0  # per kernel: the winners by each budget and their no-ACF twins, re-timed in a fresh process
 
 
 # -- the kernels --------------------------------------------------------------------------------------------
@@ -71,7 +76,7 @@ def kernels() -> dict[str, dict[str, Any]]:
     return out
 
 
-DEFAULT_KERNELS = ("helion_softmax", "triton_autotune_rms_norm")  # ~9 min; the pretuned ones: see --kernels
+DEFAULT_KERNELS = ("helion_softmax", "triton_autotune_rms_norm")  # ~10 min; the pretuned ones: see --kernels
 
 
 def campaign_text(name: str, spec: dict[str, Any], strategy: str, budget_s: float, workers: int) -> str:
@@ -108,7 +113,7 @@ def paretotune_arm(work: Path, name: str, spec: dict[str, Any], strategy: str, b
     while proc.poll() is None:
         _read_new(results, seen, start)
         time.sleep(0.5)
-        if time.time() - start > budget_s + 300:
+        if time.time() - start > budget_s + 120:
             proc.kill()
     _read_new(results, seen, start)
     log = proc.stdout.read() if proc.stdout else ""
@@ -127,14 +132,26 @@ def paretotune_arm(work: Path, name: str, spec: dict[str, Any], strategy: str, b
         if rec.status == "ok" and value is not None:
             timeline.append((seen.get(rec.candidate_id, row["wall_s"]), float(value), rec.candidate_id))
     base = next((r for r in records if r.is_baseline), None)
-    best = min((r for r in records if r.status == "ok" and not r.is_baseline and "runtime" in r.values),
-               key=lambda r: r.values["runtime"], default=None)
+    by_id = {r.candidate_id: r for r in records}
+    timeline = sorted(timeline)
+    points = {cid: {"config": by_id[cid].config, "acf_path": str(run.acf_path(by_id[cid].acf))
+                    if by_id[cid].acf else None} for cid in improvements(timeline)}
     return {**row, "candidates": len(records) - 1, "failed": sum(r.status != "ok" for r in records),
-            "baseline_ms": base.values.get("runtime") if base else None, "timeline": sorted(timeline),
+            "baseline_ms": base.values.get("runtime") if base else None, "timeline": timeline, "points": points,
             "gpu_busy_fraction": timing.get("gpu_busy_fraction"), "schedule": timing.get("schedule"),
-            "gpu_build_s_per_candidate": timing.get("gpu_build_s_per_candidate"),
-            "winner": None if best is None else {"config": best.config, "acf_path": str(run.acf_path(best.acf))
-                                                 if best.acf else None, "runtime_ms": best.values["runtime"]}}
+            "gpu_build_s_per_candidate": timing.get("gpu_build_s_per_candidate"), "phases_s": timing.get("phases_s"),
+            "start_s": run.meta().get("start_s")}
+
+
+def improvements(timeline: list[Any]) -> list[Any]:
+    """The ids of a (time-sorted) timeline's points that improved on every point before them: the only kernels
+    a tool can have reached as its best by some budget."""
+    out, best = [], float("inf")
+    for _, value, key in timeline:
+        if value < best:
+            best = value
+            out.append(key)
+    return out
 
 
 def _read_new(results: Path, seen: dict[int, float], start: float) -> None:
@@ -178,12 +195,14 @@ def inputs(name, shape):
 module, attr = spec["helion"]
 fn = getattr(load(module), attr)
 fn = getattr(fn, "fn", fn)  # the Python function under @helion.kernel / @helion.aot_kernel
-kern = helion.kernel(fn, static_shapes=True, autotune_search_acf=spec["acfs"], autotune_effort="quick",
-                     autotune_benchmark_subprocess=False, autotune_precompile=None, autotune_log=spec["log"],
-                     autotune_budget_seconds=int(spec["budget_s"]))
 args = inputs(spec["name"], spec["shape"])
 start = time.time()
-out = {"start_epoch": start, "process_epoch": process_start}
+# the budget counts this process's start-up, as a paretotune arm's does
+left = max(5, int(spec["budget_s"] - (start - process_start)))
+kern = helion.kernel(fn, static_shapes=True, autotune_search_acf=spec["acfs"], autotune_effort="quick",
+                     autotune_benchmark_subprocess=False, autotune_precompile=None, autotune_log=spec["log"],
+                     autotune_budget_seconds=left)
+out = {"start_epoch": start, "process_epoch": process_start, "autotune_budget_s": left}
 try:
     bound = kern.bind(args)
     bound.autotune(args)
@@ -213,12 +232,15 @@ def helion_arm(work: Path, name: str, spec: dict[str, Any], budget_s: float, acf
     offset = row.get("start_epoch", 0.0) - row.get("process_epoch", row.get("start_epoch", 0.0))
     timeline = sorted((float(r["timestamp_s"]) + offset, float(r["perf_ms"]), i) for i, r in enumerate(rows)
                       if r.get("perf_ms") not in (None, "", "inf", "nan") and r.get("status") != "started")
-    winner = row.pop("winner_config", None)
-    if winner:
-        acf = winner.pop("advanced_controls_file", None) or None
-        row["winner"] = {"config": winner, "acf_path": acf,
-                         "runtime_ms": min((t[1] for t in timeline), default=None)}
-    return {**row, "timeline": timeline, "configs_tested": len(timeline), "acf_files": len(acfs)}
+    points = {i: helion_config(rows[i]["config"]) for i in improvements(timeline)}
+    return {**row, "timeline": timeline, "points": points, "configs_tested": len(timeline), "acf_files": len(acfs)}
+
+
+def helion_config(text: str) -> dict[str, Any]:
+    """A config as Helion's autotune CSV writes it (``Config(block_sizes=[1], ...)``), split into the config and
+    its ACF path. Evaluated with nothing but ``Config`` = dict in scope."""
+    config = eval(text, {"__builtins__": {}, "Config": dict})  # noqa: S307 - our own benchmark's Helion CSV
+    return {"config": config, "acf_path": config.pop("advanced_controls_file", None) or None}
 
 
 TRITON_CHILD = r"""
@@ -261,8 +283,11 @@ def triton_arm(work: Path, name: str, spec: dict[str, Any], budget_s: float) -> 
     done = row.get("autotune_s")
     if done is not None:  # from the process start, as the other arms' timelines
         done += row.get("start_epoch", 0.0) - row.get("process_epoch", row.get("start_epoch", 0.0))
-    best = (row.get("winner") or {}).get("runtime_ms")
-    return {**row, "timeline": [(done, best, 0)] if done is not None and best is not None else []}
+    winner = row.pop("winner", None) or {}
+    best = winner.get("runtime_ms")
+    found = done is not None and best is not None
+    return {**row, "timeline": [(done, best, 0)] if found else [],
+            "points": {0: {"config": winner["config"], "acf_path": None}} if found else {}}
 
 
 def _child(tool: str, cmd: list[str], budget_s: float) -> dict[str, Any]:
@@ -281,8 +306,10 @@ def _child(tool: str, cmd: list[str], budget_s: float) -> dict[str, Any]:
 
 
 # -- re-timing the winners side by side --------------------------------------------------------------------
-def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any]], rounds: int) -> dict[str, Any]:
-    """Every arm's winner, in one fresh process on the same buffers (paretotune's validation worker)."""
+def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any]], budgets: list[float],
+           rounds: int) -> dict[str, Any]:
+    """The kernel each arm had reached by each budget, and the same config without its ACF (the twin), in one
+    fresh process on the same buffers (paretotune's validation worker); fills each arm's ``best_by``."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -290,28 +317,72 @@ def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any
     from paretotune.pareto.stats import validate_front
     from paretotune.toolchain.ptxas import find_ptxas
 
+    entries: list[dict[str, Any]] = []  # distinct (config, ACF) pairs: one re-timed candidate each
+    index: dict[str, int] = {}
+
+    def add(config: dict[str, Any], acf: str | None) -> int:
+        key = json.dumps([config, acf], sort_keys=True, default=str)
+        if key not in index:
+            index[key] = len(entries)
+            entries.append({"candidate_id": len(entries), "config": config, "acf_path": acf})
+        return index[key]
+
+    for arm in arms:
+        arm["best_by"] = {}
+        for budget in budgets:
+            key = best_key_by(arm.get("timeline", []), budget)
+            if key is None:
+                continue  # nothing by then: the tool's user still has the default
+            point = arm["points"][key]
+            arm["best_by"][f"{budget:g}"] = {
+                "search_ms": best_by(arm["timeline"], budget), "id": add(point["config"], point["acf_path"]),
+                "twin_id": add(point["config"], None) if point["acf_path"] else None}
+    if not entries:
+        return {"error": "no arm reached a kernel by any budget"}
     cfg = work / name / "retime.yaml"
     cfg.write_text(campaign_text(name, spec, "joint", 60, 1))
-    chosen = [{"candidate_id": i, "config": a["winner"]["config"], "acf_path": a["winner"]["acf_path"]}
-              for i, a in enumerate(arms) if a.get("winner")]
-    if not chosen:
-        return {"error": "no arm had a winner"}
     ptxas = find_ptxas()
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
         measured = pool.submit(validate_in_process, str(cfg), cfg.read_text(), str(ptxas.path), ptxas.version,
-                               chosen, rounds, 10.0, 40.0, 0).result(timeout=600)
+                               entries, rounds, 10.0, 40.0, 0).result(timeout=900)
     data = next(iter(measured.values()))
     samples = data["samples"]
     table = validate_front(samples["baseline"], {int(k): v for k, v in samples.items() if k != "baseline"},
                            direction="min")
-    out: dict[str, Any] = {"errors": {arms[int(k)]["tool"]: v for k, v in data["errors"].items()},
-                           "baseline_median_ms": _median(samples["baseline"])}
+    timed: dict[int, dict[str, Any]] = {}
     for _, row in table.iterrows():
-        cid = int(row["candidate_id"])
-        tool = "control (baseline again)" if cid == CONTROL_ID else arms[cid]["tool"]
-        out[tool] = {"median_ms": _median(samples[str(cid)]), "speedup": float(row["speedup"]),
-                     "p_holm": float(row["p_holm"]), "significant": bool(row["significant"]),
-                     "ci": [float(row["ci_low"]), float(row["ci_high"])]}
+        timed[int(row["candidate_id"])] = {
+            "median_ms": _median(samples[str(int(row["candidate_id"]))]), "speedup": float(row["speedup"]),
+            "p_holm": float(row["p_holm"]), "significant": bool(row["significant"]),
+            "ci": [float(row["ci_low"]), float(row["ci_high"])]}
+    for arm in arms:
+        for reached in arm["best_by"].values():
+            reached["retimed"] = timed.get(reached["id"])
+            twin = timed.get(reached["twin_id"]) if reached["twin_id"] is not None else None
+            reached["twin"] = twin
+            if reached["retimed"] and twin:  # the gain splits: total = config's share (the twin's) x the ACF's
+                reached["acf_share"] = twin["median_ms"] / reached["retimed"]["median_ms"]
+    return {"errors": {str(k): v for k, v in data["errors"].items()}, "baseline_median_ms": _median(samples["baseline"]),
+            "control": timed.get(CONTROL_ID), "candidates": [{**e, **(timed.get(e["candidate_id"]) or {})}
+                                                             for e in entries]}
+
+
+def winners(arms: list[dict[str, Any]], budgets: list[float]) -> dict[str, str]:
+    """Per budget: the tool whose kernel by then re-timed fastest, significantly faster than the default; a
+    tie where its interval overlaps the next tool's; 'none' when no tool's kernel beat the default."""
+    out = {}
+    for budget in budgets:
+        ranked = sorted(((r["retimed"], arm["tool"]) for arm in arms
+                         if (r := arm.get("best_by", {}).get(f"{budget:g}")) and r.get("retimed")
+                         and r["retimed"]["significant"] and r["retimed"]["speedup"] > 1),
+                        key=lambda t: -t[0]["speedup"])
+        if not ranked:
+            out[f"{budget:g}"] = "none: no tool's kernel was significantly faster than the default"
+            continue
+        (top, tool), rest = ranked[0], ranked[1:]
+        tie = [t for r, t in rest if r["ci"][1] >= top["ci"][0]]
+        out[f"{budget:g}"] = f"{tool} ({top['speedup']:.3f}x)" + (f", within the interval of {', '.join(tie)}"
+                                                                  if tie else "")
     return out
 
 
@@ -327,6 +398,12 @@ def best_by(timeline: list[Any], seconds: float) -> float | None:
     return min(reached) if reached else None
 
 
+def best_key_by(timeline: list[Any], seconds: float) -> Any:
+    """The id of the fastest point reached by ``seconds`` (the first of equals), or None."""
+    reached = [t for t in timeline if t[0] <= seconds]
+    return min(reached, key=lambda t: (t[1], t[0]))[2] if reached else None
+
+
 def write_table(out: Path, result: dict[str, Any], budgets: list[float]) -> list[dict[str, Any]]:
     rows = []
     for kname, k in result["kernels"].items():
@@ -336,12 +413,14 @@ def write_table(out: Path, result: dict[str, Any], budgets: list[float]) -> list
             row = {"kernel": kname, "tool": arm["tool"], "error": arm.get("error", ""),
                    "candidates": arm.get("candidates", arm.get("configs_tested")),
                    "gpu_busy_fraction": arm.get("gpu_busy_fraction"),
-                   "gpu_build_s_per_candidate": arm.get("gpu_build_s_per_candidate"),
-                   "retimed_median_ms": k.get("retime", {}).get(arm["tool"], {}).get("median_ms"),
-                   "retimed_speedup": k.get("retime", {}).get(arm["tool"], {}).get("speedup"),
-                   "retimed_significant": k.get("retime", {}).get(arm["tool"], {}).get("significant")}
+                   "gpu_build_s_per_candidate": arm.get("gpu_build_s_per_candidate")}
             for b in budgets:
+                reached = arm.get("best_by", {}).get(f"{b:g}") or {}
+                timed = reached.get("retimed") or {}
                 row[f"best_ms_by_{b:g}s"] = best_by(arm.get("timeline", []), b)
+                row[f"retimed_speedup_by_{b:g}s"] = timed.get("speedup")
+                row[f"significant_by_{b:g}s"] = timed.get("significant")
+                row[f"acf_share_by_{b:g}s"] = reached.get("acf_share")
             rows.append(row)
     if rows:
         with open(out / "ttq.csv", "w", newline="") as fh:
@@ -401,28 +480,29 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--kernels", default=",".join(DEFAULT_KERNELS),
                         help=f"comma list, or 'all' ({', '.join(kernels())})")
-    parser.add_argument("--budgets", default="20,40", help="wall seconds; each tool runs once for the largest")
+    parser.add_argument("--budgets", default="30,60",
+                        help="wall seconds from each tool's process start; each tool runs once, for the largest")
     parser.add_argument("--max-s", type=float, default=570.0,
                         help="skip a kernel (recorded as skipped) that would end past this many seconds")
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
     parser.add_argument("--workers", type=int, default=8, help="paretotune's CPU build workers")
     parser.add_argument("--rounds", type=int, default=15, help="re-timing rounds of the winners")
-    parser.add_argument("--smoke", action="store_true", help="1 kernel, joint + Helion, one 15 s budget")
+    parser.add_argument("--smoke", action="store_true", help="1 kernel, joint + Helion, one 45 s budget")
     args = parser.parse_args()
     known = kernels()
     names = list(known) if args.kernels == "all" else args.kernels.split(",")
     budgets = sorted(float(b) for b in args.budgets.split(","))
     strategies = args.strategies.split(",")
     if args.smoke:
-        names, budgets, strategies, args.rounds = ["helion_softmax"], [15.0], ["joint"], 5
+        names, budgets, strategies, args.rounds = ["helion_softmax"], [45.0], ["joint"], 5
     unknown = [n for n in names if n not in known]
     if unknown:
         raise SystemExit(f"--kernels: unknown {unknown} (known: {', '.join(known)})")
     longest = budgets[-1]
 
     def kernel_estimate(kname: str) -> float:
-        other = longest + START_OVERHEAD_S if known[kname]["other"] == "helion" else START_OVERHEAD_S
-        return len(strategies) * (longest + START_OVERHEAD_S) + other + RETIME_S
+        other = longest + AFTER_BUDGET_S if known[kname]["other"] == "helion" else TRITON_ARM_S
+        return len(strategies) * (longest + AFTER_BUDGET_S) + other + RETIME_S
 
     estimate = sum(kernel_estimate(k) for k in names if k in known)
     print(f"plan: {len(names)} kernel(s) {names}, tools {['paretotune-' + s for s in strategies]} + Helion/Triton, "
@@ -459,19 +539,22 @@ def main() -> None:
             elif not args.smoke:
                 entry["arms"].append(triton_arm(args.out, kname, spec, longest))
             _save(args.out, result, budgets)
-            entry["retime"] = retime(args.out, kname, spec, entry["arms"], args.rounds)
+            entry["retime"] = retime(args.out, kname, spec, entry["arms"], budgets, args.rounds)
+            entry["winner_by"] = winners(entry["arms"], budgets)
         except Exception as exc:  # noqa: BLE001 - the next kernel still runs
             entry["error"] = f"{type(exc).__name__}: {exc}"
             entry["traceback"] = traceback.format_exc(limit=6)
         _save(args.out, result, budgets)
     rows = _save(args.out, result, budgets)
     plot(args.out, result)
-    cols = ["kernel", "tool", *[f"best_ms_by_{b:g}s" for b in budgets], "retimed_median_ms", "retimed_speedup",
+    cols = ["kernel", "tool", *[c for b in budgets for c in (f"best_ms_by_{b:g}s", f"retimed_speedup_by_{b:g}s")],
             "gpu_busy_fraction", "error"]
     print("\t".join(cols))
     for row in rows:
         print("\t".join("" if row.get(c) is None else (f"{row[c]:.4f}" if isinstance(row[c], float) else
                                                       str(row[c])[:60]) for c in cols))
+    for kname, k in result["kernels"].items():
+        print(f"{kname}: fastest validated kernel by budget: {k.get('winner_by')}")
     print(f"\nwritten: {args.out / 'ttq.json'}, {args.out / 'ttq.csv'}, {args.out / 'ttq.png'}")
 
 

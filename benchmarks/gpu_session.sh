@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call's steps: install the bundle, run GPU tests, campaigns and benchmarks, write results to $OUT.
 # Usage on the GPU machine (repository root): bash benchmarks/gpu_session.sh STEP...
-#   steps: env keys tests noise attribution pretuned pretuned_joint pretuned_mo shared occupancy ncu helion fusion ttq compile strategies ray
+#   steps: env keys tests noise attribution pretuned pretuned_joint pretuned_mo shared occupancy ncu helion fusion ttq ttq_more compile strategies ray
 # Steps use the GPUs in CUDA_VISIBLE_DEVICES; two invocations with different GPUs and OUT folders can run at once.
 set -uo pipefail
 { [ -f /tmp/devenv ] || bash .devbundle/install.sh >/dev/null; } && source /tmp/devenv
@@ -60,6 +60,9 @@ for step in "$@"; do
         --helion-budget-s ${FUSION_HELION_S:-40} --baseline-intervals 0 --keep-runs "$OUTDIR/runs/fusion_unset" 2>&1 | tail -40 ;;
     ttq)  # issue 19: time to quality, every tool on the same GPU (TTQ_ARGS: --kernels --budgets --strategies --max-s)
       log ttq; timeout ${TTQ_TIMEOUT:-560} python3 benchmarks/bench_time_to_quality.py --out "$OUTDIR/ttq" ${TTQ_ARGS:-} 2>&1 | tail -40 ;;
+    ttq_more)  # a second time-to-quality run in the same call, e.g. other kernels with other strategies (TTQ_MORE_ARGS)
+      log ttq_more; timeout ${TTQ_MORE_TIMEOUT:-560} python3 benchmarks/bench_time_to_quality.py --out "$OUTDIR/ttq_more" \
+        ${TTQ_MORE_ARGS:-} 2>&1 | tail -40 ;;
     compile)  # seconds per Helion compile on this host's CPU, one process alone and twelve at once
       log compile; (cd benchmarks && timeout ${COMPILE_TIMEOUT:-150} python3 bench_helion_compile.py \
         --out "$OUTDIR/helion_compile.json" --configs 6 --parallel 1,12) 2>&1 | grep -v "^{" | tail -8 ;;
