@@ -43,6 +43,9 @@ class StaticEvaluator:
         self.pool.kill()
         self.close()
 
+    def stop_builds_at(self, deadline: float | None) -> None:
+        stop_builds_at(self.pool, deadline)
+
     def stream(self, candidates: Sequence[Candidate] | Feed) -> Iterator[TrialRecord]:
         """Records as each candidate finishes, so the loop stores each one at once (a crash loses none)."""
         for rec in self.pool.run(candidates):
@@ -82,6 +85,9 @@ class GpuEvaluator:
         """Kill what :meth:`start` started, without waiting for it (the campaign failed its checks)."""
         self.pool.kill()
         self.close()
+
+    def stop_builds_at(self, deadline: float | None) -> None:
+        stop_builds_at(self.pool, deadline)
 
     @property
     def accepts_feed(self) -> bool:
@@ -159,3 +165,10 @@ class GpuEvaluator:
         finally:
             if self.session is not None:
                 self.session.close()
+
+
+def stop_builds_at(pool: BuildPool, deadline: float | None) -> None:
+    """No build of ``pool`` runs past ``deadline`` (``time.monotonic()``; None lifts it): one still going is
+    recorded as cut, one not started is not started. The local pool only: Ray's builds keep their own limit."""
+    if hasattr(pool, "cut_at"):
+        pool.cut_at = deadline

@@ -39,6 +39,7 @@ from paretotune.records import Candidate, TrialRecord
 STARTUP_GRACE_S = 90.0  # a fresh worker imports torch and Triton before its first task
 CLOSE_POLL_S = 1.0
 FEED_POLL_S = 0.05  # how soon a free worker takes a candidate put into the feed while others compile
+CUT_AT_WALL_CLOCK = "cut: the campaign's wall-clock budget (search.wall_clock_s) ran out before its build finished"
 # Seconds to import; preloaded when this process has them. Helion only with a CPU build of torch: on
 # an H200 host, with helion preloaded, every forked worker failed with "Cannot re-initialize CUDA in forked
 # subprocess" (2026-11-30, benchmarks/results/h200_fork_cuda.json); torch promises a fork-safe import.
@@ -81,6 +82,8 @@ class WorkerPool:
         self._closed = False
         self._started: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
+        # time.monotonic() after which no build runs on (the campaign's wall clock; None: only timeout_s)
+        self.cut_at: float | None = None
 
     def start(self) -> None:
         """Spawn every worker now (each runs its initializer in the background) instead of one per submit.
@@ -141,12 +144,16 @@ class WorkerPool:
         queue: list[Candidate] = []
         more = True  # the feed may still bring candidates
         alone: list[Candidate] = []  # in flight when the pool broke: each is retried with nothing beside it
-        inflight: dict[Future[TrialRecord], tuple[Candidate, float]] = {}
+        inflight: dict[Future[TrialRecord], tuple[Candidate, float, str]] = {}  # (candidate, deadline, why)
         while (queue or alone or inflight or more) and not self._closed:
             if more and len(queue) < self.workers:  # wait for the feed only when nothing else is going on
                 idle = not (queue or alone or inflight)
                 got, more = feed.take(self.workers - len(queue), CLOSE_POLL_S if idle else 0.0)
                 queue += got
+            if self.cut_at is not None and time.monotonic() >= self.cut_at:  # past the wall clock: none starts
+                for cand in alone + queue:
+                    yield failed_record(cand, CUT_AT_WALL_CLOCK)
+                alone, queue = [], []
             if alone:
                 if not inflight:
                     self._submit(alone.pop(0), inflight)
@@ -156,7 +163,7 @@ class WorkerPool:
             if not inflight:
                 continue
             solo = len(inflight) == 1
-            next_deadline = min(d for _, d in inflight.values())
+            next_deadline = min(d for _, d, _ in inflight.values())
             # at most CLOSE_POLL_S at a time: a pool closed from another thread cancels its queued futures
             # without waking this wait, so the loop looks at ``_closed`` again this often
             poll = FEED_POLL_S if more and len(inflight) < self.workers else CLOSE_POLL_S  # a worker is free
@@ -164,7 +171,7 @@ class WorkerPool:
                            return_when=FIRST_COMPLETED)
             broken: list[Candidate] = []
             for fut in done:
-                cand, _ = inflight.pop(fut)
+                cand, _, _ = inflight.pop(fut)
                 try:
                     yield fut.result()
                     self._fresh = False
@@ -173,24 +180,27 @@ class WorkerPool:
                 except Exception as exc:  # noqa: BLE001 - e.g. an unpicklable result
                     yield failed_record(cand, f"worker error: {type(exc).__name__}: {exc}")
             now = time.monotonic()
-            late = [f for f, (_, d) in inflight.items() if d <= now]
+            late = [f for f, (_, d, _) in inflight.items() if d <= now]
             if late or broken:
                 for fut in late:
-                    cand, _ = inflight.pop(fut)
-                    yield failed_record(cand, f"timed out after {self.timeout_s:.0f} s")
+                    cand, _, why = inflight.pop(fut)
+                    yield failed_record(cand, why)
                 if broken:
                     if solo:
                         yield failed_record(broken[0], "worker process crashed (killed by a signal or out of memory)")
                     else:
-                        alone += broken + [c for c, _ in inflight.values()]
+                        alone += broken + [c for c, _, _ in inflight.values()]
                 else:
-                    queue[:0] = [c for c, _ in inflight.values()]  # innocent bystanders of a timeout run again
+                    queue[:0] = [c for c, _, _ in inflight.values()]  # innocent bystanders of a timeout run again
                 inflight.clear()
                 self._kill()
 
-    def _submit(self, cand: Candidate, inflight: dict[Future[TrialRecord], tuple[Candidate, float]]) -> None:
+    def _submit(self, cand: Candidate, inflight: dict[Future[TrialRecord], tuple[Candidate, float, str]]) -> None:
         grace = STARTUP_GRACE_S if self._fresh else 0.0
-        inflight[self._pool().submit(self.job, cand)] = (cand, time.monotonic() + self.timeout_s + grace)
+        own = time.monotonic() + self.timeout_s + grace
+        cut = self.cut_at is not None and self.cut_at < own
+        inflight[self._pool().submit(self.job, cand)] = (
+            cand, self.cut_at if cut else own, CUT_AT_WALL_CLOCK if cut else f"timed out after {self.timeout_s:.0f} s")
 
 
 T = TypeVar("T")

@@ -105,3 +105,34 @@ def test_closing_the_pool_ends_a_run_in_another_thread(tmp_path: Path) -> None:
     assert time.monotonic() - closed_at < 30  # noticed at once, not at the 60 s task deadline
     with pytest.raises(RuntimeError, match="closed"):
         list(pool.run(candidates(1)))
+
+
+def sleepy_job(candidate: Candidate) -> TrialRecord:
+    """Candidate 0 builds for a minute, the others at once."""
+    time.sleep(60 if candidate.candidate_id == 0 else 0.05)
+    return TrialRecord(candidate_id=candidate.candidate_id, generation=0, config={}, acf=None, is_baseline=False,
+                       status="ok")
+
+
+def test_a_build_running_past_the_wall_clock_is_cut_and_none_starts_after_it(tmp_path: Path) -> None:
+    """``cut_at`` (the campaign's wall clock): the minute-long build is recorded as cut well before its own
+    120 s limit; a candidate put after the cut is not started but recorded as cut too."""
+    from paretotune.execution.base import Feed
+    from paretotune.execution.pool import CUT_AT_WALL_CLOCK
+
+    pool = WorkerPool(sleepy_job, note_pid, (str(tmp_path),), 2, 120.0)
+    feed = Feed(candidates(3))
+    try:
+        pool.start()
+        pool.cut_at = time.monotonic() + 20  # after the workers' start-up; long before candidate 0 ends
+        got: dict[int, TrialRecord] = {}
+        for rec in pool.run(feed):
+            got[rec.candidate_id] = rec
+            if rec.candidate_id == 0:
+                feed.put([Candidate(candidate_id=3, generation=0, config={}, acf=None)])
+                feed.close()
+    finally:
+        pool.close()
+    assert got[1].status == got[2].status == "ok"
+    assert got[0].status == "failed" and got[0].error == CUT_AT_WALL_CLOCK
+    assert got[3].status == "failed" and got[3].error == CUT_AT_WALL_CLOCK

@@ -170,19 +170,27 @@ def test_wall_clock_budget_stops_proposing_and_finishes_in_flight(tmp_path: Path
 
 @pytest.mark.parametrize("wall_clock", [None, 1000])
 def test_the_loop_paces_a_sequential_search_by_its_wall_clock(tmp_path: Path, feed_fake_evaluator: Any, ptxas: Any,
-                                                              wall_clock: int | None) -> None:
+                                                              wall_clock: int | None,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Under a wall-clock budget the loop gives the sequential engine the run's clock, so its config phase
-    ends at half the time left (tests/search/test_engines.py); without one, phase 1 is bounded by evaluations."""
+    ends at half the time left (tests/search/test_engines.py), and tells the evaluator when builds must stop
+    (the wall clock and its grace; lifted for the twins); without one, neither happens."""
     import json
+    import time
 
+    cuts: list[float | None] = []
+    monkeypatch.setattr(feed_fake_evaluator, "stop_builds_at", lambda self, t: cuts.append(t), raising=False)
     path = write_campaign(tmp_path)
     extra = "  strategy: sequential\n" + (f"  wall_clock_s: {wall_clock}\n" if wall_clock else "")
     path.write_text(path.read_text().replace("  pool_size: 9\n", "  pool_size: 9\n" + extra))
+    began = time.monotonic()
     start(path, tmp_path / "run", ptxas)
     cp = read_checkpoint(tmp_path / "run")
     assert cp is not None and cp.engine_file
     phases = json.loads((tmp_path / "run" / f"{cp.engine_file}.phase.json").read_text())
     if wall_clock is None:
-        assert phases["phase1_until_s"] is None
+        assert phases["phase1_until_s"] is None and cuts == []
     else:
         assert 0 < phases["phase1_until_s"] < wall_clock
+        assert len(cuts) == 2 and cuts[1] is None  # set for the search, lifted for the twins
+        assert began + wall_clock + 50 <= cuts[0] <= time.monotonic() + wall_clock + 50  # 5 % grace of 1000 s
