@@ -31,9 +31,25 @@ def timeout_s() -> float:
         raise UserError(f"${TIMEOUT_ENV}={raw!r}: not a number of seconds") from None
 
 
-def _preload() -> None:
-    """What every kernel imports, imported here once so forked children need not."""
-    for name in ("torch", "triton"):
+def mentions_helion(target: str, is_file: bool) -> bool:
+    """Whether the code at ``target`` (a file path or a module name) mentions Helion; read, never imported."""
+    try:
+        if is_file:
+            path: Path | None = Path(target)
+        else:
+            spec = importlib.util.find_spec(target)
+            path = Path(spec.origin) if spec is not None and spec.origin else None
+        return path is not None and "helion" in path.read_text(errors="replace")
+    except (ImportError, OSError, ValueError):
+        return False
+
+
+def _preload(target: str, is_file: bool) -> None:
+    """What the kernel imports, imported here once so the forked child need not: torch and Triton always,
+    Helion when the code mentions it (imported in the child, then again here for real, it cost a Helion
+    campaign about 20 s before its first record on the H200 host, 2026-12-01)."""
+    names = ["torch", "triton"] + (["helion"] if mentions_helion(target, is_file) else [])
+    for name in names:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001, S110 - absent or broken: the trial import reports it for the kernel
@@ -62,7 +78,7 @@ def trial_import(target: str, is_file: bool, where: str) -> None:
     """Import ``target`` (a file path or a module name) in a forked child within :func:`timeout_s`; raise a
     one-line UserError naming it if the import fails, exits or does not finish."""
     limit = timeout_s()
-    _preload()
+    _preload(target, is_file)
     what = f"{target}" if is_file else f"module '{target}'"
     read_fd, write_fd = os.pipe()
     sys.stdout.flush()

@@ -112,21 +112,15 @@ def process_age_s() -> float | None:
 
 def _names_helion(campaign: Campaign) -> bool:
     """Whether the campaign's kernel comes from a file that mentions Helion (read, never imported)."""
-    import importlib.util
+    from paretotune.campaign.trial_import import mentions_helion
 
     kernel = campaign.spec.kernel
     if kernel.inputs is not None:  # a bare Helion kernel with an input factory
         return True
     where = kernel.source.rpartition(":")[0]
-    try:
-        if where.endswith(".py"):
-            path = (campaign.path.parent / where).resolve()
-        else:
-            spec = importlib.util.find_spec(where)
-            path = Path(spec.origin) if spec is not None and spec.origin else None
-        return path is not None and "helion" in path.read_text(errors="replace")
-    except (ImportError, OSError, ValueError):
-        return False  # the checks that follow say what is wrong with the source
+    if where.endswith(".py"):
+        return mentions_helion(str((campaign.path.parent / where).resolve()), True)
+    return mentions_helion(where, False)  # False where unreadable: the checks that follow say what is wrong
 
 
 def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engine: SearchEngine | None = None,
