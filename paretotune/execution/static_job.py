@@ -213,5 +213,12 @@ def _describe(exc: Exception, where: str) -> str:
         said = [line for line in _STATE.get("ptxas_log", "").splitlines() if line.strip()]
         if said:
             return f"{first.strip('`')}: {said[-1].strip()}"
+    if type(exc).__name__ == "CompilationError":  # Triton's: where in the kernel first, why last (or as the cause)
+        cause = exc
+        while cause.__cause__ is not None:
+            cause = cause.__cause__
+        lines = (str(cause) if cause is not exc else str(exc)).strip().splitlines()
+        if lines and lines[-1].strip() != first.strip():
+            return f"CompilationError {first.rstrip(': ')}: {lines[-1].strip()}"
     return f"{type(exc).__name__}: {first}{where}"
 
