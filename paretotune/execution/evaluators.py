@@ -43,8 +43,8 @@ class StaticEvaluator:
         self.pool.kill()
         self.close()
 
-    def stop_builds_at(self, deadline: float | None) -> None:
-        stop_builds_at(self.pool, deadline)
+    def stop_work_at(self, deadline: float | None) -> None:
+        stop_work_at(deadline, self.pool)
 
     def stream(self, candidates: Sequence[Candidate] | Feed) -> Iterator[TrialRecord]:
         """Records as each candidate finishes, so the loop stores each one at once (a crash loses none)."""
@@ -86,8 +86,8 @@ class GpuEvaluator:
         self.pool.kill()
         self.close()
 
-    def stop_builds_at(self, deadline: float | None) -> None:
-        stop_builds_at(self.pool, deadline)
+    def stop_work_at(self, deadline: float | None) -> None:
+        stop_work_at(deadline, self.pool, self.measurer)
 
     @property
     def accepts_feed(self) -> bool:
@@ -167,8 +167,10 @@ class GpuEvaluator:
                 self.session.close()
 
 
-def stop_builds_at(pool: BuildPool, deadline: float | None) -> None:
-    """No build of ``pool`` runs past ``deadline`` (``time.monotonic()``; None lifts it): one still going is
-    recorded as cut, one not started is not started. The local pool only: Ray's builds keep their own limit."""
-    if hasattr(pool, "cut_at"):
-        pool.cut_at = deadline
+def stop_work_at(deadline: float | None, *parts: Any) -> None:
+    """No build or GPU measurement of these parts runs past ``deadline`` (``time.monotonic()``; None lifts it):
+    one still going is recorded as cut, one not started is not started. The local backend's pool and measurer
+    only: Ray's keep their own limits."""
+    for part in parts:
+        if hasattr(part, "cut_at"):
+            part.cut_at = deadline

@@ -27,6 +27,9 @@ from paretotune.toolchain.ptxas import Ptxas
 
 READY_TIMEOUT_S = 180.0
 
+TIMED_OUT = "GPU measurement timed out"
+CUT_MEASUREMENT = "cut: the campaign's wall-clock budget (search.wall_clock_s) ran out before its GPU measurement"
+
 
 def _serve_in(environ: dict[str, str], conn: Any, *args: Any) -> None:
     """:func:`serve` with the campaign process's environment."""
@@ -133,7 +136,7 @@ class GpuWorker:
             while True:
                 if not self._conn.poll(max(0.0, deadline - time.monotonic())):
                     self._restart()
-                    return "failed", f"GPU measurement timed out after {limit:.0f} s ({phase})"
+                    return "failed", f"{TIMED_OUT} after {limit:.0f} s ({phase})"
                 status, payload = self._conn.recv()
                 if status != "phase":
                     break
@@ -161,6 +164,8 @@ class LocalGpuMeasurer:
         self.gpu = GpuWorker(campaign, ptxas, ev.measure_timeout_s, ev.gpu_spares)
         self._todo: deque[TrialRecord] = deque()
         self._limit_s = self._candidate_limit(baseline)  # per shape; a resumed run's stored baseline counts
+        # time.monotonic() after which no search candidate is measured (the campaign's wall clock; None: no cut)
+        self.cut_at: float | None = None
 
     def _candidate_limit(self, baseline: TrialRecord | None) -> float:
         return measure_time_limit(self.campaign.spec.evaluation,
@@ -182,10 +187,19 @@ class LocalGpuMeasurer:
 
     def _measure(self, rec: TrialRecord) -> Measured:
         acf = str(self.run.acf_path(rec.acf)) if rec.acf else None  # the record carries its candidate
+        n_shapes = len(self.campaign.shapes)
+        limit = None if rec.is_baseline else self._limit_s
+        cut = False
+        if limit is not None and self.cut_at is not None:  # a stuck measurement must not hold the run either
+            left = (self.cut_at - time.monotonic()) / n_shapes
+            if left <= 0:
+                return Measured(rec, "failed", CUT_MEASUREMENT)
+            cut, limit = left < limit, min(limit, left)
         start = time.perf_counter()
         status, payload = self.gpu.run(GpuJob(rec.candidate_id, rec.config, acf, input_seed(
-            self.campaign.spec.seed, rec.candidate_id)), len(self.campaign.shapes),
-            None if rec.is_baseline else self._limit_s)
+            self.campaign.spec.seed, rec.candidate_id)), n_shapes, limit)
+        if cut and status == "failed" and str(payload).startswith(TIMED_OUT):
+            payload = CUT_MEASUREMENT + str(payload)[str(payload).find(" ("):]  # keeps the phase it was in
         elapsed = time.perf_counter() - start
         if self.gpu.last_start_s:
             rec = replace(rec, stages={**rec.stages, "gpu_start_s": self.gpu.last_start_s})

@@ -287,17 +287,17 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
         pace = getattr(engine, "pace", None)
         if pace is not None and spec.search.wall_clock_s:  # e.g. sequential: half the time left for configs
             pace(lambda: state.elapsed_s + time.monotonic() - started, spec.search.wall_clock_s)
-        stop_builds_at = getattr(evaluator, "stop_builds_at", None) if spec.search.wall_clock_s else None
-        if stop_builds_at is not None:  # a slow compile in flight must not hold the run past its wall clock
-            stop_builds_at(started - state.elapsed_s + spec.search.wall_clock_s + wall_clock_grace_s(spec))
+        stop_work_at = getattr(evaluator, "stop_work_at", None) if spec.search.wall_clock_s else None
+        if stop_work_at is not None:  # a slow compile or a stuck measurement must not hold the run past it
+            stop_work_at(started - state.elapsed_s + spec.search.wall_clock_s + wall_clock_grace_s(spec))
         marks.append(("engine", time.monotonic()))  # the search starts: the span GPU busy is taken over
         schedule = "steady" if steady_schedule(campaign, engine, evaluator) else "generational"
         steady() if schedule == "steady" else generational()
         if behind or saved_at == -math.inf:  # the engine as it finished, where spacing skipped saves (or where a
             commit((), final=True)  # budget spent before the loop let nothing be proposed: a complete run all the same)
         marks.append(("search", time.monotonic()))
-        if stop_builds_at is not None:
-            stop_builds_at(None)  # the twins (a few candidates) are attribution, not search: they run
+        if stop_work_at is not None:
+            stop_work_at(None)  # the twins (a few candidates) are attribution, not search: they run
         twins = twin_candidates(run.results(), run.directions(), next_id=state.next_id, generation=state.generation)
         if twins:  # attribution: the same configs without their ACFs (counted as evaluations, never told)
             state.next_id += len(twins)

@@ -61,6 +61,34 @@ def test_a_hanging_candidate_is_cut_off_at_the_given_limit_naming_its_phase(tmp_
         gpu.stop()
 
 
+def test_the_wall_clock_cuts_a_measurement_and_starts_none_after_it(tmp_path: Path) -> None:
+    """With the campaign's wall clock (``cut_at``) nearer than the candidate's limit, a hanging measurement is
+    cut there, recorded as cut with its phase; past it, a candidate is not sent to the GPU at all."""
+    from paretotune.execution.gpu import CUT_MEASUREMENT, LocalGpuMeasurer
+    from paretotune.records import TrialRecord
+
+    (tmp_path / "hanging.py").write_text(HANGING_KERNEL)
+    text = (f"name: hang\nkernel: {{source: {tmp_path / 'hanging.py'}:kernel}}\n"
+            "shapes: [{name: s, M: 64, N: 256}]\nobjectives: [runtime]\nevaluation: {gpu_spares: 0}\n")
+    campaign = campaign_from_text(text, tmp_path / "campaign.yaml")
+    measurer = LocalGpuMeasurer(campaign, find_ptxas(), run=None)  # type: ignore[arg-type]  # no ACF: unused
+    rec = TrialRecord(candidate_id=1, generation=1, config={"num_warps": 4, "num_stages": 1}, acf=None,
+                      is_baseline=False, status="ok")
+    try:
+        measurer.gpu._start()  # ready first: the cut below is then all the job's
+        assert measurer._limit_s == 60  # no baseline yet: the campaign's measure_timeout_s
+        measurer.cut_at = time.monotonic() + 3
+        start = time.monotonic()
+        cut = measurer._measure(rec)
+        assert cut.status == "failed" and time.monotonic() - start < 30
+        assert cut.payload == CUT_MEASUREMENT + " (s: building and checking on fresh inputs)", cut.payload
+        restarts = measurer.gpu.restarts
+        late = measurer._measure(rec)  # the cut has passed
+        assert late.status == "failed" and late.payload == CUT_MEASUREMENT
+        assert measurer.gpu.restarts == restarts  # nothing was sent
+    finally:
+        measurer.gpu.stop()
+
 
 def test_a_resumed_run_scales_the_limit_from_its_stored_baseline(tmp_path: Path) -> None:
     """The baseline is not measured again on resume: its stored measurement sets the candidates' limit."""

@@ -179,7 +179,7 @@ def test_the_loop_paces_a_sequential_search_by_its_wall_clock(tmp_path: Path, fe
     import time
 
     cuts: list[float | None] = []
-    monkeypatch.setattr(feed_fake_evaluator, "stop_builds_at", lambda self, t: cuts.append(t), raising=False)
+    monkeypatch.setattr(feed_fake_evaluator, "stop_work_at", lambda self, t: cuts.append(t), raising=False)
     path = write_campaign(tmp_path)
     extra = "  strategy: sequential\n" + (f"  wall_clock_s: {wall_clock}\n" if wall_clock else "")
     path.write_text(path.read_text().replace("  pool_size: 9\n", "  pool_size: 9\n" + extra))
