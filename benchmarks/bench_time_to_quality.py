@@ -135,7 +135,8 @@ def paretotune_arm(work: Path, name: str, spec: dict[str, Any], strategy: str, b
     by_id = {r.candidate_id: r for r in records}
     timeline = sorted(timeline)
     points = {cid: {"config": by_id[cid].config, "acf_path": str(run.acf_path(by_id[cid].acf))
-                    if by_id[cid].acf else None} for cid in improvements(timeline)}
+                    if by_id[cid].acf else None, "is_baseline": by_id[cid].is_baseline}
+              for cid in improvements(timeline)}
     return {**row, "candidates": len(records) - 1, "failed": sum(r.status != "ok" for r in records),
             "baseline_ms": base.values.get("runtime") if base else None, "timeline": timeline, "points": points,
             "gpu_busy_fraction": timing.get("gpu_busy_fraction"), "schedule": timing.get("schedule"),
@@ -336,6 +337,7 @@ def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any
             point = arm["points"][key]
             arm["best_by"][f"{budget:g}"] = {
                 "search_ms": best_by(arm["timeline"], budget), "id": add(point["config"], point["acf_path"]),
+                "is_baseline": point.get("is_baseline", False),  # the tool found nothing faster than its start
                 "twin_id": add(point["config"], None) if point["acf_path"] else None}
     if not entries:
         return {"error": "no arm reached a kernel by any budget"}
