@@ -44,11 +44,12 @@ def mentions_helion(target: str, is_file: bool) -> bool:
         return False
 
 
-def _preload(target: str, is_file: bool) -> None:
-    """What the kernel imports, imported here once so the forked child need not: torch and Triton always,
-    Helion when the code mentions it (imported in the child, then again here for real, it cost a Helion
-    campaign about 20 s before its first record on the H200 host, 2026-12-01)."""
-    names = ["torch", "triton"] + (["helion"] if mentions_helion(target, is_file) else [])
+def _preload(names: tuple[str, ...] = ("torch", "triton")) -> None:
+    """Import ``names`` here (absent or broken ones are the trial import's to report). Before the fork: torch
+    and Triton, so the child need not. Helion only after it, while the child imports: Helion's import
+    initializes CUDA (2026-11-30, benchmarks/results/h200_fork_cuda.json), and a child forked after that
+    fails on any CUDA call at import time; imported in the child and then here, one after the other, it cost a
+    Helion campaign about 20 s before its first record on the H200 host (2026-12-01)."""
     for name in names:
         try:
             importlib.import_module(name)
@@ -78,7 +79,7 @@ def trial_import(target: str, is_file: bool, where: str) -> None:
     """Import ``target`` (a file path or a module name) in a forked child within :func:`timeout_s`; raise a
     one-line UserError naming it if the import fails, exits or does not finish."""
     limit = timeout_s()
-    _preload(target, is_file)
+    _preload()
     what = f"{target}" if is_file else f"module '{target}'"
     read_fd, write_fd = os.pipe()
     sys.stdout.flush()
@@ -97,8 +98,11 @@ def trial_import(target: str, is_file: bool, where: str) -> None:
         finally:
             os._exit(code)
     os.close(write_fd)
+    deadline = time.monotonic() + limit
+    if mentions_helion(target, is_file):
+        _preload(("helion",))  # in this process, at the same time as the child's import
     try:
-        data = _read_until(read_fd, time.monotonic() + limit)
+        data = _read_until(read_fd, deadline)
     finally:
         os.close(read_fd)
     if data is None:
