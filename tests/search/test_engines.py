@@ -238,20 +238,23 @@ def test_checkpoint_restore_continues_without_repeats(name: str, tmp_path: Path)
     assert len(keys) == len(set(keys)) == SPACE.size
 
 
+def sequential_over_space(phase1_engine: str = "grid", pool_size: int = 2, phase1_budget: int = 4
+                          ) -> SequentialEngine:
+    """``phase1_engine`` over SPACE's configs, then a grid over the ACFs at the knee, sharing one cache."""
+    cache: dict[str, Score] = {}
+    phase1 = Deduplicated(build_engine(phase1_engine, SPACE.configs_only(), n_objectives=2, pool_size=pool_size,
+                                       generations=1, seed=0), cache=cache)
+    return SequentialEngine(phase1, lambda c: Deduplicated(build_engine(
+        "grid", SPACE.at_config(c), n_objectives=2, pool_size=2, generations=1, seed=0), cache=cache),
+        phase1_budget=phase1_budget)
+
+
 @pytest.mark.parametrize("stop_after", [2, 5])  # in phase 1, in phase 2
 def test_sequential_checkpoint_restore(stop_after: int, tmp_path: Path) -> None:
-    def make() -> SequentialEngine:
-        cache: dict[str, Score] = {}
-        phase1 = Deduplicated(build_engine("grid", SPACE.configs_only(), n_objectives=2, pool_size=2,
-                                           generations=1, seed=0), cache=cache)
-        return SequentialEngine(phase1, lambda c: Deduplicated(build_engine(
-            "grid", SPACE.at_config(c), n_objectives=2, pool_size=2, generations=1, seed=0), cache=cache),
-            phase1_budget=4)
-
-    first = make()
+    first = sequential_over_space()
     handed = drive(first, budget=stop_after)
     assert first.save(str(tmp_path / "ckpt"))
-    second = make()
+    second = sequential_over_space()
     second.restore(str(tmp_path / "ckpt"))
     rest = drive(second, budget=100)
     keys = _keys(handed + rest)
@@ -263,22 +266,13 @@ def test_sequential_under_a_wall_clock_moves_to_acfs_at_half_the_time_left(tmp_p
     """With a wall-clock budget phase 1 ends at the middle of the time left when the search began, though its
     evaluation budget is far from spent; a restored engine keeps that point."""
     now = [20.0]  # the run's wall seconds: 20 s of start-up before the search
-
-    def make() -> SequentialEngine:
-        cache: dict[str, Score] = {}
-        phase1 = Deduplicated(build_engine("random", SPACE.configs_only(), n_objectives=2, pool_size=1,
-                                           generations=1, seed=0), cache=cache)
-        return SequentialEngine(phase1, lambda c: Deduplicated(build_engine(
-            "grid", SPACE.at_config(c), n_objectives=2, pool_size=2, generations=1, seed=0), cache=cache),
-            phase1_budget=1000)
-
-    engine = make()
+    engine = sequential_over_space("random", pool_size=1, phase1_budget=1000)
     engine.pace(lambda: now[0], 100.0)
     assert engine.phase1_until_s == 60.0  # 20 + (100 - 20) / 2
     first = drive(engine, budget=1)
     assert engine.phase == 1 and all(p.acf is None for p in first)
     assert engine.save(str(tmp_path / "ckpt"))
-    restored = make()
+    restored = sequential_over_space("random", pool_size=1, phase1_budget=1000)
     restored.restore(str(tmp_path / "ckpt"))
     now[0] = 90.0  # a resumed process: pacing again does not move the point
     restored.pace(lambda: now[0], 100.0)
