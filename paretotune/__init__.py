@@ -6,7 +6,12 @@ The public API: :func:`run` a campaign (a YAML file or a dict; kernels may be gi
 """
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
+
+# when this process first imported paretotune: a command's wall-clock budget counts from here
+# (runner/session.process_age_s)
+IMPORTED_AT = time.monotonic()
 
 __version__ = "0.1.0"
 __all__ = ["HelionKernel", "Run", "TritonKernel", "UserError", "open_run", "run"]

@@ -6,7 +6,6 @@ continue the loop with a progress bar, print what it found.
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -99,15 +98,14 @@ def start_workers_early(campaign: Campaign, ptxas: Ptxas, run: RunDir, objective
     return evaluator
 
 
-def process_age_s() -> float | None:
-    """Seconds since this process started (interpreter start-up and imports included), from /proc; None
-    where there is none."""
-    try:
-        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
-        uptime = float(Path("/proc/uptime").read_text().split()[0])
-        return round(uptime - ticks / os.sysconf("SC_CLK_TCK"), 3)
-    except (OSError, ValueError, IndexError):
-        return None
+def process_age_s() -> float:
+    """Seconds since this process imported paretotune (the CLI's first import): interpreter start-up aside, the
+    command's age. Not the process's start time in /proc: a shell or wrapper that runs its setup and then
+    replaces itself with the CLI (``sh -c "pip install ... && paretotune run ..."``) keeps its process, and its
+    setup would count against the campaign's wall clock (91 s of a quickstart's installs, 2026-12-01)."""
+    import paretotune
+
+    return round(time.monotonic() - paretotune.IMPORTED_AT, 3)
 
 
 def _names_helion(campaign: Campaign) -> bool:

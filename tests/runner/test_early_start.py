@@ -85,3 +85,15 @@ def test_the_wall_clock_budget_counts_the_start_up(tmp_path: Path, ptxas: Any) -
     assert late.meta()["start_s"]["process_to_run"] == 601.0
     assert session.start_and_execute(campaign, tmp_path / "early", ptxas, quiet=True, spent_s=1.0) == 0
     assert len(RunDir(tmp_path / "early").records()) > 1  # the same campaign with its budget left searches
+
+
+def test_the_command_s_age_leaves_out_what_ran_before_it_in_its_process() -> None:
+    """A shell that runs its setup and then replaces itself with the command (``sh -c "setup && paretotune run"``
+    does so with its last command) keeps one process: the setup must not count against the wall clock."""
+    import subprocess
+    import sys
+
+    code = "from paretotune.runner.session import process_age_s; print(process_age_s())"
+    out = subprocess.run(["bash", "-c", f"sleep 3; exec {sys.executable} -c '{code}'"], check=True, timeout=120,
+                         capture_output=True, text=True)
+    assert 0 <= float(out.stdout) < 3  # /proc's start time of the process said 3 s and more
