@@ -128,6 +128,10 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
     written: list[TrialRecord] = []
     started = time.monotonic()
 
+    def run_elapsed(now: float | None = None) -> float:
+        """The run's wall seconds: earlier processes' and this one's start-up (``state.elapsed_s``), then this loop."""
+        return state.elapsed_s + (time.monotonic() if now is None else now) - started
+
     def keep(rec: TrialRecord) -> None:
         run.append(rec)
         written.append(rec)
@@ -144,11 +148,11 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
                 or now - saved_at >= SAVE_SPACING * checkpoints.engine_save_s)
         saved_at, behind = (now, False) if save else (saved_at, True)
         checkpoints.commit(engine, next_id=state.next_id, evaluated=state.evaluated, generation=state.generation,
-                           elapsed_s=state.elapsed_s + now - started, pending=tuple(pending), save_engine=save)
+                           elapsed_s=run_elapsed(now), pending=tuple(pending), save_engine=save)
 
     def may_propose() -> bool:
         """Budget (evaluations and wall clock) left for another proposal."""
-        if spec.search.wall_clock_s and state.elapsed_s + time.monotonic() - started > spec.search.wall_clock_s:
+        if spec.search.wall_clock_s and run_elapsed() > spec.search.wall_clock_s:
             return False
         return state.evaluated < spec.search.budget
 
@@ -286,10 +290,10 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
         engine = engine or make_engine(campaign, adapter, len(columns))
         pace = getattr(engine, "pace", None)
         if pace is not None and spec.search.wall_clock_s:  # e.g. sequential: half the time left for configs
-            pace(lambda: state.elapsed_s + time.monotonic() - started, spec.search.wall_clock_s)
+            pace(run_elapsed, spec.search.wall_clock_s)
         stop_work_at = getattr(evaluator, "stop_work_at", None) if spec.search.wall_clock_s else None
         if stop_work_at is not None:  # a slow compile or a stuck measurement must not hold the run past it
-            stop_work_at(started - state.elapsed_s + spec.search.wall_clock_s + wall_clock_grace_s(spec))
+            stop_work_at(time.monotonic() + spec.search.wall_clock_s - run_elapsed() + wall_clock_grace_s(spec))
         marks.append(("engine", time.monotonic()))  # the search starts: the span GPU busy is taken over
         schedule = "steady" if steady_schedule(campaign, engine, evaluator) else "generational"
         steady() if schedule == "steady" else generational()
