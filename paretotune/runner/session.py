@@ -36,7 +36,6 @@ def start_and_execute(campaign: Campaign, out: Path, ptxas: Ptxas, *, quiet: boo
     from paretotune.store.checkpoint import CHECKPOINT
     from paretotune.store.run_dir import RunDir
 
-    entered = time.monotonic()
     run = RunDir(out)  # a path until claimed: nothing is written before every check has passed
     t0 = time.monotonic()
     objectives = check_before_import(campaign)
@@ -55,7 +54,7 @@ def start_and_execute(campaign: Campaign, out: Path, ptxas: Ptxas, *, quiet: boo
             try:
                 run.write_new(campaign.text, meta)
                 return execute(campaign, run, ptxas, quiet=quiet, as_json=as_json, evaluator=evaluator,
-                               adapter=adapter, since=entered - (spent_s or 0.0))
+                               adapter=adapter, since=t0 - (spent_s or 0.0))
             except BaseException as exc:
                 if not (run.path / CHECKPOINT).exists():  # nothing but (at most) a baseline: no half-made run
                     run.discard(made_here)
