@@ -23,6 +23,12 @@ def failed_record(candidate: Candidate, error: str, compile_s: float = 0.0) -> T
                        compile_s=compile_s)
 
 
+def cut_by_wall_clock(what: str) -> str:
+    """Why a candidate failed when the campaign's wall clock stopped its ``what`` (the pool's and the measurer's
+    cut say it alike)."""
+    return f"cut: the campaign's wall-clock budget (search.wall_clock_s) ran out before its {what}"
+
+
 def baseline_s_per_shape(baseline: TrialRecord | None, n_shapes: int) -> float | None:
     """The baseline's GPU measurement seconds per shape (not the wait for a worker), if it was measured."""
     if baseline is None or baseline.status != "ok" or baseline.measure_s <= 0:

@@ -16,7 +16,7 @@ from typing import Any
 
 from paretotune.campaign.load import Campaign
 from paretotune.execution.arms import input_seed
-from paretotune.execution.base import (BuildPool, Built, Feed, Measured, baseline_s_per_shape,
+from paretotune.execution.base import (BuildPool, Built, Feed, Measured, baseline_s_per_shape, cut_by_wall_clock,
                                        measure_time_limit)
 from paretotune.execution.gpu_worker import GpuJob, serve
 from paretotune.execution.ncu_measure import measure_batch
@@ -27,8 +27,7 @@ from paretotune.toolchain.ptxas import Ptxas
 
 READY_TIMEOUT_S = 180.0
 
-TIMED_OUT = "GPU measurement timed out"
-CUT_MEASUREMENT = "cut: the campaign's wall-clock budget (search.wall_clock_s) ran out before its GPU measurement"
+CUT_MEASUREMENT = cut_by_wall_clock("GPU measurement")
 
 
 def _serve_in(environ: dict[str, str], conn: Any, *args: Any) -> None:
@@ -121,9 +120,11 @@ class GpuWorker:
         self._proc = self._conn = None
         self.restarts += 1
 
-    def run(self, job: GpuJob, n_shapes: int, timeout_s: float | None = None) -> tuple[str, Any]:
+    def run(self, job: GpuJob, n_shapes: int, timeout_s: float | None = None,
+            timeout_says: str | None = None) -> tuple[str, Any]:
         """('ok', per-shape dict) | ('failed', reason). Never raises for a candidate's fault. ``timeout_s``:
-        seconds per shape (default: the worker's); a timeout names the phase the candidate was in."""
+        seconds per shape (default: the worker's); a timeout names the phase the candidate was in, after
+        ``timeout_says`` if given (why the limit was what it was)."""
         self.last_start_s = 0.0
         if self._proc is None or not self._proc.is_alive():
             t0 = time.perf_counter()
@@ -136,7 +137,7 @@ class GpuWorker:
             while True:
                 if not self._conn.poll(max(0.0, deadline - time.monotonic())):
                     self._restart()
-                    return "failed", f"{TIMED_OUT} after {limit:.0f} s ({phase})"
+                    return "failed", f"{timeout_says or f'GPU measurement timed out after {limit:.0f} s'} ({phase})"
                 status, payload = self._conn.recv()
                 if status != "phase":
                     break
@@ -197,9 +198,7 @@ class LocalGpuMeasurer:
             cut, limit = left < limit, min(limit, left)
         start = time.perf_counter()
         status, payload = self.gpu.run(GpuJob(rec.candidate_id, rec.config, acf, input_seed(
-            self.campaign.spec.seed, rec.candidate_id)), n_shapes, limit)
-        if cut and status == "failed" and str(payload).startswith(TIMED_OUT):
-            payload = CUT_MEASUREMENT + str(payload)[str(payload).find(" ("):]  # keeps the phase it was in
+            self.campaign.spec.seed, rec.candidate_id)), n_shapes, limit, CUT_MEASUREMENT if cut else None)
         elapsed = time.perf_counter() - start
         if self.gpu.last_start_s:
             rec = replace(rec, stages={**rec.stages, "gpu_start_s": self.gpu.last_start_s})

@@ -33,13 +33,13 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
-from paretotune.execution.base import Feed, failed_record
+from paretotune.execution.base import Feed, cut_by_wall_clock, failed_record
 from paretotune.records import Candidate, TrialRecord
 
 STARTUP_GRACE_S = 90.0  # a fresh worker imports torch and Triton before its first task
 CLOSE_POLL_S = 1.0
 FEED_POLL_S = 0.05  # how soon a free worker takes a candidate put into the feed while others compile
-CUT_AT_WALL_CLOCK = "cut: the campaign's wall-clock budget (search.wall_clock_s) ran out before its build finished"
+CUT_AT_WALL_CLOCK = cut_by_wall_clock("build finished")
 # Seconds to import; preloaded when this process has them. Helion only with a CPU build of torch: on
 # an H200 host, with helion preloaded, every forked worker failed with "Cannot re-initialize CUDA in forked
 # subprocess" (2026-11-30, benchmarks/results/h200_fork_cuda.json); torch promises a fork-safe import.
