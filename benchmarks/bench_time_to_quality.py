@@ -230,7 +230,7 @@ def helion_arm(work: Path, name: str, spec: dict[str, Any], budget_s: float, acf
             rows = list(csv.DictReader(fh))
     # Helion's CSV times count from its autotune start; the timeline counts from the process start, as the
     # paretotune arms' do (imports, binding and inputs included)
-    offset = row.get("start_epoch", 0.0) - row.get("process_epoch", row.get("start_epoch", 0.0))
+    offset = startup_s(row)
     timeline = sorted((float(r["timestamp_s"]) + offset, float(r["perf_ms"]), i) for i, r in enumerate(rows)
                       if r.get("perf_ms") not in (None, "", "inf", "nan") and r.get("status") != "started")
     points = {i: helion_config(rows[i]["config"]) for i in improvements(timeline)}
@@ -283,12 +283,17 @@ def triton_arm(work: Path, name: str, spec: dict[str, Any], budget_s: float) -> 
     row = _child("triton-autotune", cmd, budget_s)
     done = row.get("autotune_s")
     if done is not None:  # from the process start, as the other arms' timelines
-        done += row.get("start_epoch", 0.0) - row.get("process_epoch", row.get("start_epoch", 0.0))
+        done += startup_s(row)
     winner = row.pop("winner", None) or {}
     best = winner.get("runtime_ms")
     found = done is not None and best is not None
     return {**row, "timeline": [(done, best, 0)] if found else [],
             "points": {0: {"config": winner["config"], "acf_path": None}} if found else {}}
+
+
+def startup_s(row: dict[str, Any]) -> float:
+    """Seconds a child arm took from its process start to its tool's start (0 when either is missing)."""
+    return row.get("start_epoch", 0.0) - row.get("process_epoch", row.get("start_epoch", 0.0))
 
 
 def _child(tool: str, cmd: list[str], budget_s: float) -> dict[str, Any]:
