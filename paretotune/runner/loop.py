@@ -230,8 +230,10 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
             while (not exhausted and len(pending) < window and may_propose()
                    and state.evaluated + len(pending) < spec.search.budget):
                 candidates = propose(spec.search.budget - state.evaluated - len(pending))
-                if not candidates:
-                    exhausted = True  # (room 0 cannot happen: the whole budget in flight ends the loop)
+                if not candidates:  # (room 0 cannot happen: the whole budget in flight ends the loop)
+                    # nothing now, with candidates in flight: asked again as each comes back (a sequential
+                    # search waits so for its config phase's last results); with none, the engine is done
+                    exhausted = not pending
                     break
                 pending.update((c.candidate_id, c) for c in candidates)
                 commit(pending.values())
@@ -287,7 +289,13 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
             if written[-1].status != "ok":
                 raise UserError(f"{campaign.path}: the baseline (default config, no ACF) failed: {written[-1].error}")
         marks.append(("baseline", time.monotonic()))
-        engine = engine or make_engine(campaign, adapter, len(columns))
+        if engine is None:
+            engine = make_engine(campaign, adapter, len(columns))
+            know_baseline = getattr(engine, "know_baseline", None)  # e.g. sequential: the config to beat
+            base = next((r for r in written if r.is_baseline), None)
+            known = None if base is None or not base.config else minimization_vector(base, columns)
+            if know_baseline is not None and known is not None:  # (config {}: each shape at its own config)
+                know_baseline(base.config, known)
         pace = getattr(engine, "pace", None)
         if pace is not None and spec.search.wall_clock_s:  # e.g. sequential: half the time left for configs
             pace(run_elapsed, spec.search.wall_clock_s)

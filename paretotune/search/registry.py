@@ -20,6 +20,7 @@ from typing import Any
 
 from paretotune.errors import UserError
 from paretotune.search.base import EngineOptions, SearchEngine
+from paretotune.search.space import CONFIG_LIST_KNOB
 
 ALL_SOURCES = ("generated", "finite", "none")  # a campaign's acf.kind: CompileIQ's PTXAS space, a list, no ACFs
 
@@ -111,7 +112,8 @@ def build_engine(name: str, space: Any, *, n_objectives: int, pool_size: int, ge
 def make_engine(campaign: Any, space: dict[str, list[Any]], n_objectives: int, *, constraint: Any = None,
                 seed_config: dict[str, Any] | None = None) -> SearchEngine:
     """The engine a campaign asks for, over the adapter's knob ``space`` (``constraint``: which combinations
-    the kernel takes) and the campaign's ACF source; a joint CompileIQ search starts around ``seed_config``."""
+    the kernel takes) and the campaign's ACF source; a joint CompileIQ search, and a sequential one's config
+    phase, start around ``seed_config``."""
     from paretotune.search.dedupe import Deduplicated
     from paretotune.search.sequential import SequentialEngine
 
@@ -136,6 +138,7 @@ def make_engine(campaign: Any, space: dict[str, list[Any]], n_objectives: int, *
 
     if not full.configs_only().searchable:  # one config: phase 1 has nothing to tune
         return phase2(full.config({}))
-    return SequentialEngine(Deduplicated(build_engine(name, full.configs_only(), **kw), cache=cache,
-                                         constraint=full.constraint), phase2,
-                            phase1_budget=max(1, spec.search.budget // 2))
+    return SequentialEngine(Deduplicated(build_engine(name, full.configs_only(), **kw, seed_config=seed_config),
+                                         cache=cache, constraint=full.constraint), phase2,
+                            phase1_budget=max(1, spec.search.budget // 2),
+                            knobs=tuple(k for k in full.knobs if k != CONFIG_LIST_KNOB))

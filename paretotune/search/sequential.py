@@ -14,20 +14,31 @@ phases:
    If nothing in phase 1 succeeded, the first config phase 1 proposed is used.
 3. Phase 2 searches ACFs only, at the winner's config, with an engine from ``phase2(config)``.
 
+The baseline (the user's config, default compiler) is measured before any search; the loop gives its score to
+:meth:`SequentialEngine.know_baseline`, so phase 1 must beat it to move the ACF search off the user's config. On
+kernels whose config is already tuned (Helion's pretuned sm90 heuristics) every config phase 1 tried in a
+minute was slower than the baseline, and without it phase 2 searched ACFs on a slower config.
+
+With asynchronous engines the loop keeps candidates in flight across the switch (no generation barrier: on the
+H200 a sequential campaign whose Helion compiles took 30 s left the GPU 2 % busy, 2026-12-01). Phase 1's end
+by budget or by an exhausted space waits for its candidates still in flight (``ask`` returns ``[]`` while
+they are, and the loop asks again as each comes back), so the winner is chosen from every result; its end by
+the wall clock does not wait, and a phase-1 result that comes after the switch is kept but changes nothing.
+
 Give both engines one de-duplication cache, so that phase 2's "no ACF" option at the winner is answered
 from phase 1 instead of being evaluated again.
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from paretotune.search.base import Proposal, SearchEngine
+from paretotune.search.base import Proposal, SearchEngine, is_asynchronous
 from paretotune.store.atomic import atomic_write_json
 
 Score = tuple[float, ...] | None
@@ -50,10 +61,13 @@ def knee_config(results: list[tuple[dict[str, Any], tuple[float, ...]]]) -> dict
 
 class SequentialEngine:
     def __init__(self, phase1: SearchEngine, phase2: Callable[[dict[str, Any]], SearchEngine], *,
-                 phase1_budget: int) -> None:
+                 phase1_budget: int, knobs: Collection[str] = ()) -> None:
+        """``knobs``: the space's kernel knobs; a baseline config without one of them is not a point phase 2
+        can search at, and :meth:`know_baseline` ignores it."""
         if phase1_budget < 1:
             raise ValueError(f"phase1_budget must be >= 1, got {phase1_budget}")
         self._phase1, self._make_phase2 = phase1, phase2
+        self._knobs = tuple(knobs)
         self.phase1_budget = phase1_budget
         self.phase = 1
         self.winner: dict[str, Any] | None = None
@@ -64,6 +78,19 @@ class SequentialEngine:
         self._results: list[tuple[dict[str, Any], tuple[float, ...]]] = []
         self._clock: Callable[[], float] | None = None  # the run's wall seconds so far (see pace)
         self.phase1_until_s: float | None = None  # on that clock
+        self._outstanding: set[str] = set()  # phase-1 proposals handed out in this process and not told yet
+
+    @property
+    def asynchronous(self) -> bool:
+        """As the phase-1 engine (phase 2's is built by the same engine): then the loop may ask while
+        proposals of either phase are in flight, and tell any subset (see the module docstring)."""
+        return is_asynchronous(self._phase1)
+
+    def know_baseline(self, config: dict[str, Any], score: tuple[float, ...]) -> None:
+        """The baseline's config and score, measured before the search: a phase-1 result that comes first, so
+        that it wins ties and phase 2 stays at the user's config unless phase 1 found a better one."""
+        if self.phase == 1 and all(k in config for k in self._knobs):
+            self._results.insert(0, (dict(config), tuple(score)))
 
     def pace(self, clock: Callable[[], float], wall_clock_s: float) -> None:
         """Bound phase 1 by time as well: it ends once ``clock()`` (the run's wall seconds) passes the middle of
@@ -74,35 +101,45 @@ class SequentialEngine:
             began = clock()
             self.phase1_until_s = began + max(0.0, wall_clock_s - began) / 2
 
+    def _time_up(self) -> bool:
+        return self._clock is not None and self.phase1_until_s is not None and self._clock() >= self.phase1_until_s
+
     def _phase1_open(self) -> bool:
-        if self._handed >= self.phase1_budget:
-            return False
-        return self._clock is None or self.phase1_until_s is None or self._clock() < self.phase1_until_s
+        return self._handed < self.phase1_budget and not self._time_up()
 
     def _start_phase2(self) -> None:
         self.winner = knee_config(self._results) if self._results else dict(self._first_config or {})
         self.phase, self._engine = 2, self._make_phase2(self.winner)
 
     def ask(self) -> list[Proposal]:
+        """Phase 1's proposals while it is open, then phase 2's; ``[]`` while phase 1 is over but waits for its
+        candidates in flight (only an asynchronous loop, which asks again as they come back, sees that)."""
         if self.phase == 1:
             proposals = self._phase1.ask() if self._phase1_open() else []
             proposals = proposals[: self.phase1_budget - self._handed]
             if proposals:
                 self._handed += len(proposals)
                 self._configs.update({p.engine_id: p.config for p in proposals})
+                self._outstanding.update(p.engine_id for p in proposals)
                 if self._first_config is None:
                     self._first_config = proposals[0].config
                 return [Proposal(engine_id=f"s1:{p.engine_id}", config=p.config, acf=p.acf) for p in proposals]
+            if self._outstanding and not self._time_up():
+                return []
             self._start_phase2()
         return [Proposal(engine_id=f"s2:{p.engine_id}", config=p.config, acf=p.acf) for p in self._engine.ask()]
 
     def tell(self, scores: dict[str, Score]) -> None:
-        prefix = f"s{self.phase}:"
-        inner = {k.removeprefix(prefix): v for k, v in scores.items() if k.startswith(prefix)}
-        if self.phase == 1:
-            self._results += [(self._configs[k], v) for k, v in inner.items() if v is not None]
-        if inner:
-            self._engine.tell(inner)
+        """Scores by phase: phase 1's are results (also after the switch, kept for the record), phase 2's go
+        to phase 2's engine."""
+        first = {k.removeprefix("s1:"): v for k, v in scores.items() if k.startswith("s1:")}
+        second = {k.removeprefix("s2:"): v for k, v in scores.items() if k.startswith("s2:")}
+        self._outstanding.difference_update(first)
+        self._results += [(self._configs[k], v) for k, v in first.items() if v is not None and k in self._configs]
+        if first and self.phase == 1:
+            self._phase1.tell(first)
+        if second and self.phase == 2:
+            self._engine.tell(second)
 
     def save(self, path: str) -> bool:
         """The active phase's engine at ``path`` plus ``<path>.phase.json`` (phase, winner, phase-1 results)."""

@@ -194,3 +194,47 @@ def test_the_loop_paces_a_sequential_search_by_its_wall_clock(tmp_path: Path, fe
         assert 0 < phases["phase1_until_s"] < wall_clock
         assert len(cuts) == 2 and cuts[1] is None  # set for the search, lifted for the twins
         assert began + wall_clock + 50 <= cuts[0] <= time.monotonic() + wall_clock + 50  # 5 % grace of 1000 s
+
+
+def sequential_campaign(folder: Path) -> Path:
+    path = write_campaign(folder)
+    path.write_text(path.read_text().replace("  pool_size: 9\n", "  pool_size: 9\n  strategy: sequential\n"))
+    return path
+
+
+def test_sequential_runs_steady_from_the_baseline_config(tmp_path: Path, feed_fake_evaluator: Any,
+                                                         ptxas: Any) -> None:
+    """A sequential search keeps candidates in flight too (no generation barrier), its config phase counts the
+    baseline as a result, and its ACF phase runs at the knee of the baseline and every config it tried."""
+    import json
+
+    from paretotune.search.sequential import knee_config
+
+    start(sequential_campaign(tmp_path), tmp_path / "run", ptxas)
+    run = RunDir(tmp_path / "run")
+    records = check_records(tmp_path / "run", 27)
+    assert [t["schedule"] for t in run.meta()["timing"]] == ["steady"]
+    search = [r for r in records if "twin_of" not in r.extra]
+    phase1 = [r for r in search if r.acf is None]  # the baseline, then half the budget of configs
+    n = len(phase1)
+    assert n == 1 + 27 // 2 and search[:n] == phase1 and all(r.acf is not None for r in search[n:])
+    cp = read_checkpoint(tmp_path / "run")
+    assert cp is not None
+    state = json.loads((tmp_path / "run" / f"{cp.engine_file}.phase.json").read_text())
+    assert state["results"][0][0] == records[0].config  # the baseline came first
+    vector = {"spill_bytes": 1, "registers": 1, "theoretical_occupancy": -1}
+    knee = knee_config([(r.config, tuple(s * r.values[k] for k, s in vector.items()))
+                        for r in phase1 if r.status == "ok"])
+    assert {json.dumps(r.config, sort_keys=True) for r in search[n:]} == {json.dumps(knee, sort_keys=True)}
+
+
+@pytest.mark.parametrize("n", [3, 12])  # record 1 is the baseline: a crash in the config phase, in the ACF phase
+def test_sequential_steady_crash_and_resume(tmp_path: Path, feed_fake_evaluator: Any, ptxas: Any, n: int) -> None:
+    out = tmp_path / "run"
+    with pytest.raises(Crash):
+        start(sequential_campaign(tmp_path), out, ptxas, on_record=crash_after(n))
+    stored = stored_ids(out)
+    resume(out, ptxas)
+    check_records(out, 27)
+    again = {i for i, k in FakeEvaluator.evaluations.items() if k != 1}
+    assert not again & stored

@@ -279,3 +279,58 @@ def test_sequential_under_a_wall_clock_moves_to_acfs_at_half_the_time_left(tmp_p
     assert restored.phase1_until_s == 60.0
     rest = drive(restored, budget=3)
     assert restored.phase == 2 and rest and all(p.acf is not None for p in rest)
+
+
+def by_warps(scores: dict[int, tuple[float, ...]]) -> Callable[[dict[str, Any], bytes | None], Score]:
+    return lambda config, acf: scores[config["num_warps"]]
+
+
+def test_sequential_over_an_asynchronous_engine_waits_for_its_config_phase_at_its_budget() -> None:
+    """Asked while its proposals are in flight (the loop's steady schedule), phase 1 hands out its budget, then
+    answers [] until every config is told, and phase 2 starts at the knee of all of them, the last included."""
+    engine = sequential_over_space("random", pool_size=2, phase1_budget=4)
+    assert engine.asynchronous
+    out: list[Proposal] = []
+    for _ in range(20):  # asked again and again, nothing told (random repeats are held back, not handed)
+        out += engine.ask()
+    assert sorted(p.config["num_warps"] for p in out) == [4, 8, 16, 32] and engine.phase == 1
+    score = by_warps({4: (9.0, 9.0), 8: (5.0, 5.0), 16: (3.0, 3.0), 32: (1.0, 1.0)})  # 32 warps: the best
+    late = next(p for p in out if p.config["num_warps"] == 32)
+    engine.tell({p.engine_id: score(p.config, p.acf) for p in out if p is not late})
+    assert engine.ask() == [] and engine.phase == 1  # one config still in flight
+    engine.tell({late.engine_id: score(late.config, late.acf)})
+    rest = engine.ask()
+    assert engine.phase == 2 and engine.winner == {"num_warps": 32, "num_stages": 1}
+    assert rest and all(p.acf is not None and p.config == engine.winner for p in rest)
+
+
+def test_sequential_at_its_wall_clock_moves_on_without_waiting() -> None:
+    """Time up: phase 2 starts at the knee of what has come back; a config that comes back later is kept for
+    the record but moves nothing (on the H200 a slow Helion compile held a generation for 30 s)."""
+    now = [0.0]
+    engine = sequential_over_space("random", pool_size=2, phase1_budget=100)
+    engine.pace(lambda: now[0], 60.0)
+    first = engine.ask()
+    engine.tell({first[0].engine_id: (5.0, 5.0)})
+    now[0] = 31.0  # past the middle of the 60 s
+    rest = engine.ask()
+    assert engine.phase == 2 and engine.winner == first[0].config
+    assert rest and all(p.config == first[0].config for p in rest)
+    engine.tell({first[1].engine_id: (0.0, 0.0)})  # better, but late
+    assert engine.winner == first[0].config and ((first[1].config, (0.0, 0.0)) in engine._results)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_sequential_searches_acfs_at_the_baseline_unless_a_config_beats_it(asynchronous: bool) -> None:
+    """The baseline's score is phase 1's first result: when every config tried is slower (a pretuned kernel),
+    phase 2 searches ACFs at the baseline config; a baseline config without every knob is not a point."""
+    engine = sequential_over_space("random" if asynchronous else "grid", pool_size=4, phase1_budget=3)
+    engine._knobs = ("num_warps", "num_stages")  # as the registry gives it
+    engine.know_baseline({"num_warps": 8}, (0.0, 0.0))  # no num_stages: ignored
+    engine.know_baseline({"num_warps": 8, "num_stages": 1}, (1.0, 1.0))
+    handed = drive(engine, budget=3, score=by_warps({4: (2.0, 2.0), 8: (2.0, 2.0), 16: (3.0, 1.5),
+                                                     32: (4.0, 4.0)}))
+    assert all(p.acf is None for p in handed)
+    rest = engine.ask()
+    assert engine.winner == {"num_warps": 8, "num_stages": 1}
+    assert rest and all(p.config == engine.winner and p.acf is not None for p in rest)
