@@ -21,7 +21,7 @@ A kernel that fails is recorded with its reason and the script goes on. Results 
 ``OUT/pretuned.json`` and ``OUT/pretuned.csv`` after every kernel (partial results survive a kill), with the
 command, versions, date and GPU name; the table is printed last. ``--smoke``: one kernel, one generation.
 
-Budget: each campaign costs ~40 s of start-up and baseline and ~30 s of validation before any search. One
+Budget: each campaign costs ~40 s of start-up and baseline and ~45 s of validation besides its search. One
 device call may run 10 minutes; ~540 s for 2-4 kernels gives each campaign 1-2 minutes. On the H200, from the
 project root with ``.workloads`` carried (the same OUT for all calls: the table covers every kernel run so far)::
 
@@ -56,7 +56,8 @@ STARTUP_S = 40.0  # a CLI campaign's fixed cost on the H200 host: imports, worke
 # flight at the limit (cut 5 %, at least 5 s, after it), the no-ACF twins and the front (after the limit: up to
 # ~25 s for a joint campaign on the H200 host, 2026-12-01 D4, before the cut)
 OUTSIDE_LOOP_S = 25.0
-VALIDATE_S = 30.0  # one `paretotune validate` with --rounds 20 --top 3
+VALIDATE_S = 45.0  # one `paretotune validate` with --rounds 20 --top 3: 36-43 s on the H200 host (2026-12-01 F2-F4;
+# at 30 s the last kernel of F3 had its validation cut by the call's budget)
 WRONG = re.compile(r"wrong answer|wrong shape|NaN in output|no output", re.I)
 FAULT = re.compile(r"fault|illegal|CUDA error|worker died|crash|signal|core dumped|misaligned", re.I)
 

@@ -70,7 +70,7 @@ for step in "$@"; do
       log strategies; (cd benchmarks && timeout ${STRATEGIES_TIMEOUT:-330} python3 bench_strategies.py --evaluator kept \
         --kernels softmax,layer_norm --objectives "speedup, registers" --repeats ${STRATEGIES_REPEATS:-5} --generations 2 --workers 6 \
         --warmup-ms 5 --rep-ms 25 --bootstrap 10000 --out "$OUTDIR/strategies_h200") 2>&1 | tail -40 ;;
-    ray)  # the Ray GPU test, then the Ray backend on every visible GPU vs the local backend on one
+    ray)  # the Ray GPU test, then the Ray backend on every visible GPU vs the local backend on one (needs the full bundle, not benchmarks/slim_bundle.sh's)
       log ray; TESTS_TIMEOUT=150 TEST_TIMEOUT=140 run_tests tests/execution/test_ray_backend.py _ray
       timeout ${RAY_TIMEOUT:-260} python3 benchmarks/bench_ray_gpus.py --out "$OUTDIR/ray_gpus.json" --generations 6 \
         --rep-ms 100 --workers 12 --timeout 120 2>&1 | tail -30 ;;
