@@ -2,7 +2,9 @@
 
 Scores reach the engine as tuples to *minimize* (the campaign negates "max" objectives first); a failed
 candidate is scored ``None``. The campaign owns the budget: engines may propose forever. An engine whose
-(finite) space is exhausted returns ``[]`` from ``ask``, and the campaign ends early.
+(finite) space is exhausted returns ``[]`` from ``ask``, and the campaign ends early. An asynchronous engine may
+also return ``[]`` while its earlier proposals are in flight (nothing to propose until some come back): the
+campaign asks again as each is told, and ends only on ``[]`` with none in flight.
 """
 from __future__ import annotations
 
