@@ -49,6 +49,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from paretotune.execution.base import CUT_PREFIX  # noqa: E402
 from paretotune.kernels.workloads import TOLERANCES, WORKLOAD_SHAPES  # noqa: E402
 
 STARTUP_S = 40.0  # a CLI campaign's fixed cost on the H200 host: imports, worker start-up, baseline
@@ -99,6 +100,8 @@ def summarize_run(run: Path) -> dict[str, Any]:
     runtime_cols = [k for k in (base or {}) if k.startswith("runtime")]
     out: dict[str, Any] = {
         "evaluated": len(rows) - 1, "failed": sum(r.get("status") != "ok" for r in rows[1:]),
+        "cut_at_wall_clock": sum(r.get("status") != "ok" and str(r.get("error") or "").startswith(CUT_PREFIX)
+                                 for r in rows[1:]),
         "baseline_ms": {k: base[k] for k in runtime_cols} if base else None,
         "acfs_sampled": len(sampled),
         "acf_wrong_fraction": sum(bool(WRONG.search(e)) for e in errors) / len(sampled) if sampled else None,

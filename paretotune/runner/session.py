@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from paretotune.campaign.load import Campaign
     from paretotune.execution.base import Evaluator
     from paretotune.objectives.base import Objective
+    from paretotune.records import TrialRecord
     from paretotune.runner.resume import ResumePoint
     from paretotune.search.base import SearchEngine
     from paretotune.store.run_dir import RunDir
@@ -140,7 +141,6 @@ def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engin
     with ProgressBar(total, quiet, before, best) as advance:
         records = run_campaign(campaign, run, ptxas, on_record=advance, engine=engine, evaluator=evaluator,
                                adapter=adapter, state=state, in_flight=point.in_flight if point else None)
-    failed = sum(r.status != "ok" for r in records)
     stored = f" ({before + len(records)} stored in all)" if point is not None else ""
     _write_progress(run)
     if as_json:
@@ -148,7 +148,7 @@ def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engin
 
         print(render_json(build_front(run.path)))
         return 0
-    print(f"\n{len(records)} candidates evaluated ({failed} failed) in {time.perf_counter() - started:.1f} s{stored}")
+    print(f"\n{evaluated_line(records)} in {time.perf_counter() - started:.1f} s{stored}")
     timing = (run.meta().get("timing") or [{}])[-1]
     if timing.get("gpu_busy_fraction") is not None:
         build = timing.get("gpu_build_s_per_candidate")
@@ -163,6 +163,15 @@ def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engin
                                                              "close")))
     print_front(run)
     return 0
+
+
+def evaluated_line(records: Sequence[TrialRecord]) -> str:
+    """How many candidates this call evaluated and how many failed, those the wall clock cut counted apart."""
+    from paretotune.execution.base import was_cut
+
+    failed, cut = sum(r.status != "ok" for r in records), sum(map(was_cut, records))
+    return (f"{len(records)} candidates evaluated ({failed} failed"
+            + (f", {cut} of them cut at the wall clock)" if cut else ")"))
 
 
 def _write_progress(run: RunDir) -> None:

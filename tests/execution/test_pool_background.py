@@ -136,3 +136,14 @@ def test_a_build_running_past_the_wall_clock_is_cut_and_none_starts_after_it(tmp
     assert got[1].status == got[2].status == "ok"
     assert got[0].status == "failed" and got[0].error == CUT_AT_WALL_CLOCK
     assert got[3].status == "failed" and got[3].error == CUT_AT_WALL_CLOCK
+    # `paretotune run` counts them apart from the candidates' own failures
+    from dataclasses import replace
+
+    from paretotune.execution.gpu import CUT_MEASUREMENT
+    from paretotune.runner.session import evaluated_line
+
+    broken = replace(got[1], status="failed", error="s: wrong answer: 3 of 4096 elements off")
+    stuck = replace(got[2], status="failed", error=CUT_MEASUREMENT + " (s: timing)")
+    assert evaluated_line([got[0], broken, stuck, got[3]]) == (
+        "4 candidates evaluated (4 failed, 3 of them cut at the wall clock)")
+    assert evaluated_line([got[1], broken]) == "2 candidates evaluated (1 failed)"
