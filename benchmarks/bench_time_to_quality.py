@@ -320,7 +320,7 @@ def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any
     from concurrent.futures import ProcessPoolExecutor
 
     from paretotune.execution.validate_worker import CONTROL_ID, validate_in_process
-    from paretotune.pareto.stats import validate_front
+    from paretotune.pareto.stats import compare, validate_front
     from paretotune.toolchain.ptxas import find_ptxas
 
     entries: list[dict[str, Any]] = []  # distinct (config, ACF) pairs: one re-timed candidate each
@@ -367,8 +367,10 @@ def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any
             reached["retimed"] = timed.get(reached["id"])
             twin = timed.get(reached["twin_id"]) if reached["twin_id"] is not None else None
             reached["twin"] = twin
-            if reached["retimed"] and twin:  # the gain splits: total = config's share (the twin's) x the ACF's
-                reached["acf_share"] = twin["median_ms"] / reached["retimed"]["median_ms"]
+            if reached["retimed"] and twin:  # the gain splits: total = config's share (the twin's) x the ACF's,
+                # the ACF's judged as `validate` judges it (candidate against twin), so the two multiply to the total
+                share = compare(samples[str(reached["twin_id"])], samples[str(reached["id"])], direction="min")
+                reached["acf_share"] = share.speedup
     return {"errors": {str(k): v for k, v in data["errors"].items()}, "baseline_median_ms": _median(samples["baseline"]),
             "control": timed.get(CONTROL_ID), "candidates": [{**e, **(timed.get(e["candidate_id"]) or {})}
                                                              for e in entries]}
