@@ -238,15 +238,16 @@ def test_checkpoint_restore_continues_without_repeats(name: str, tmp_path: Path)
     assert len(keys) == len(set(keys)) == SPACE.size
 
 
-def sequential_over_space(phase1_engine: str = "grid", pool_size: int = 2, phase1_budget: int = 4
-                          ) -> SequentialEngine:
-    """``phase1_engine`` over SPACE's configs, then a grid over the ACFs at the knee, sharing one cache."""
+def sequential_over_space(phase1_engine: str = "grid", pool_size: int = 2, phase1_budget: int = 4,
+                          knobs: tuple[str, ...] = ()) -> SequentialEngine:
+    """``phase1_engine`` over SPACE's configs, then a grid over the ACFs at the knee, sharing one cache
+    (``knobs``: as the registry gives them)."""
     cache: dict[str, Score] = {}
     phase1 = Deduplicated(build_engine(phase1_engine, SPACE.configs_only(), n_objectives=2, pool_size=pool_size,
                                        generations=1, seed=0), cache=cache)
     return SequentialEngine(phase1, lambda c: Deduplicated(build_engine(
         "grid", SPACE.at_config(c), n_objectives=2, pool_size=2, generations=1, seed=0), cache=cache),
-        phase1_budget=phase1_budget)
+        phase1_budget=phase1_budget, knobs=knobs)
 
 
 @pytest.mark.parametrize("stop_after", [2, 5])  # in phase 1, in phase 2
@@ -324,8 +325,8 @@ def test_sequential_at_its_wall_clock_moves_on_without_waiting() -> None:
 def test_sequential_searches_acfs_at_the_baseline_unless_a_config_beats_it(asynchronous: bool) -> None:
     """The baseline's score is phase 1's first result: when every config tried is slower (a pretuned kernel),
     phase 2 searches ACFs at the baseline config; a baseline config without every knob is not a point."""
-    engine = sequential_over_space("random" if asynchronous else "grid", pool_size=4, phase1_budget=3)
-    engine._knobs = ("num_warps", "num_stages")  # as the registry gives it
+    engine = sequential_over_space("random" if asynchronous else "grid", pool_size=4, phase1_budget=3,
+                                   knobs=tuple(SPACE.knobs))
     engine.know_baseline({"num_warps": 8}, (0.0, 0.0))  # no num_stages: ignored
     engine.know_baseline({"num_warps": 8, "num_stages": 1}, (1.0, 1.0))
     handed = drive(engine, budget=3, score=by_warps({4: (2.0, 2.0), 8: (2.0, 2.0), 16: (3.0, 1.5),
