@@ -88,7 +88,9 @@ def _rebuild_jit(cls: type, state: dict[str, Any]) -> Any:
     fn.kernel = None
     fn.__globals__ = fn.fn.__globals__
     fn.device_caches = defaultdict(fn.create_binder)
-    jit._triton_jit_function_registry[f"{fn.module}:{fn.fn.__qualname__}"] = fn
+    registry = getattr(jit, "_triton_jit_function_registry", None)  # triton >= 3.7 looks kernels up by name
+    if registry is not None:
+        registry[f"{fn.module}:{fn.fn.__qualname__}"] = fn
     return fn
 
 
