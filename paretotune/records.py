@@ -80,3 +80,12 @@ class TrialRecord:
             extra=json.loads(row.get("extra") or "{}"),
             stages=json.loads(row.get("stages") or "{}"),
         )
+
+
+def baseline_phrase(sources: dict[str, str], labels: list[str]) -> str:
+    """What messages, pins and reports call the baseline's config, from where each shape's came from (``run.json``'s
+    ``kernel.baseline_sources``): one source for all shapes is named, else "each shape's own baseline config"."""
+    found = {sources.get(label) for label in labels}
+    if len(found) == 1 and None not in found:
+        return str(found.pop())
+    return "each shape's own baseline config" if found - {None} else "the kernel's default config"

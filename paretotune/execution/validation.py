@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from paretotune.errors import UserError
+from paretotune.records import baseline_phrase
 from paretotune.execution.validate_worker import CONTROL_ID, validate_in_process
 from paretotune.store.run_dir import RunDir
 
@@ -240,9 +241,11 @@ def write_artifacts(run: RunDir, verdicts: pd.DataFrame, chosen: list[dict[str, 
             shutil.copyfile(cand["acf_path"], out_dir / acf_name)
             written.append(out_dir / acf_name)
         snippet = out_dir / f"cand{cid}_pin.py"
-        per_shape = run.meta().get("kernel", {}).get("baselines") if not cand["config"] else None
+        kernel_meta = run.meta().get("kernel", {})
+        per_shape = kernel_meta.get("baselines") if not cand["config"] else None
+        baseline = baseline_phrase(kernel_meta.get("baseline_sources", {}), [s.label for s in campaign.shapes])
         snippet.write_text(pin_snippet(campaign.spec.kernel.source, cand["config"], acf_name, speedups,
-                                       acf_shares, per_shape=per_shape))
+                                       acf_shares, per_shape=per_shape, baseline=baseline))
         written.append(snippet)
     return written
 
@@ -259,12 +262,14 @@ def acf_share_text(shares: dict[str, float], has_acf: bool) -> str:
 
 
 def pin_snippet(source: str, config: dict[str, Any], acf_name: str | None, speedups: dict[str, float],
-                acf_shares: dict[str, float] | None = None, per_shape: dict[str, dict[str, Any]] | None = None) -> str:
+                acf_shares: dict[str, float] | None = None, per_shape: dict[str, dict[str, Any]] | None = None,
+                baseline: str = "the kernel's default config") -> str:
     """Python that reproduces the winner: a helion.Config or Triton launch options with the ACF pinned.
-    ``per_shape``: the winner's config is ``{}`` (each shape at its own baseline config): one Config per shape."""
+    ``per_shape``: the winner's config is ``{}`` (each shape at its own baseline config): one Config per shape.
+    ``baseline`` names what the speedups are over (the AOT heuristic's config, the spec's default, ...)."""
     gains = ", ".join(f"{s}: {v:.3f}x" for s, v in speedups.items())
     acf_line = f'ACF = str(Path(__file__).with_name("{acf_name}"))' if acf_name else 'ACF = ""  # compiler defaults'
-    header = (f"# Pinned by paretotune: validated speedup vs the default build ({gains}).\n"
+    header = (f"# Pinned by paretotune: validated speedup vs the baseline, {baseline}, no ACF ({gains}).\n"
               f"# {acf_share_text(acf_shares or {}, acf_name is not None)}.\n"
               f"# Kernel spec: {source}. The ACF needs ptxas 13.3: set TRITON_PTXAS_PATH (and\n"
               f"# TRITON_PTXAS_BLACKWELL_PATH) to it before importing triton.\n"

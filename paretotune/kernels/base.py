@@ -162,3 +162,13 @@ def validate_config(space: Mapping[str, list[Any]], config: Mapping[str, Any], w
             raise UserError(f"{where}: unknown kernel knob '{key}' (known: {', '.join(space)})")
         if value not in space[key]:
             raise UserError(f"{where}.{key}: value {value!r} not in the search space {space[key]!r}")
+
+
+def baseline_words(adapter: KernelAdapter, shapes: tuple[Shape, ...]) -> str:
+    """What messages call the baseline's config: where it came from (the AOT heuristic's, the spec's default,
+    Helion's default, ...), so that no message says "default config" of a heuristic's pick."""
+    from paretotune.records import baseline_phrase
+
+    for shape in shapes:
+        adapter.default_config(shape)  # fills baseline_source
+    return baseline_phrase(dict(getattr(adapter, "baseline_source", None) or {}), [s.label for s in shapes])

@@ -51,9 +51,10 @@ class HelionKernel:
     ``reduction_loops``); a candidate's config is passed as ``helion.Config(**config)``.
 
     Optional parts: without ``space`` the space is Helion's own ConfigSpec for the bound kernel and shape
-    (:mod:`paretotune.kernels.helion_space`). The baseline config per shape is the kernel's AOT heuristic
-    (``heuristic``, a file path; by default ``_helion_aot_<name>_cuda_sm<NN>.py`` beside the kernel's file),
-    else ``default``, else Helion's default config.
+    (:mod:`paretotune.kernels.helion_space`). The baseline config per shape is the one a plain call runs with:
+    the AOT heuristic (``heuristic``, a file path; by default the file Helion itself finds for the target,
+    :mod:`paretotune.kernels.helion_heuristic`), else ``default``, else the kernel's own single ``config=``,
+    else Helion's default config.
     """
 
     fn: Any
@@ -65,7 +66,7 @@ class HelionKernel:
     atol: float = 1e-2
     rtol: float = 1e-2
     shapes: dict[str, dict[str, Any]] = field(default_factory=dict)  # named example shapes
-    heuristic: str | None = None  # path of an AOT heuristic file (autotune_<name>(*args) -> config dict)
+    heuristic: str | None = None  # an AOT heuristic file to use instead of the one Helion would find
     # for kernels that return None and write into arguments: the positions of the arguments they write (their
     # flattened float values, concatenated, are the output the correctness check compares)
     outputs: tuple[int, ...] = ()
@@ -183,40 +184,49 @@ class HelionAdapter:
 
         return helion_accepts
 
-    def heuristic(self) -> Callable[..., dict[str, Any]] | None:
-        """The kernel's AOT heuristic for the target (``autotune_<name>``), or None if it has none."""
-        import inspect
-        import os
+    def heuristic_path(self) -> Path | None:
+        """The AOT heuristic file the baseline comes from: the campaign's ``kernel.heuristic``, else the one
+        Helion itself would load for the target (:mod:`.helion_heuristic`), else None."""
+        if self.spec.heuristic is not None:
+            return Path(self.spec.heuristic)
+        from paretotune.kernels.helion_heuristic import find_heuristic
 
-        from paretotune.kernels.helion_space import heuristic_file, load_heuristic
+        return find_heuristic(self.kernel, self._target.capability)
 
-        name = self.kernel.name
-        path = self.spec.heuristic
-        if path is None:
+    def _heuristic_config(self, path: Path, shape: Shape) -> dict[str, Any]:
+        """The heuristic's pick for ``shape``, asked with meta tensors (shapes and dtypes are what heuristics
+        read), else with CPU tensors; a heuristic that fails on both is a one-line error naming the file."""
+        from paretotune.errors import UserError
+        from paretotune.kernels.helion_heuristic import HeuristicError, heuristic_config
+
+        try:
+            return heuristic_config(self.kernel, path, self.aot.args(shape, "meta"))
+        except HeuristicError as meta_error:
             try:
-                kernel_file = inspect.getfile(self.kernel.fn)
-            except (TypeError, AttributeError):
-                return None
-            path = heuristic_file(kernel_file, name, self._target.capability)
-            if not os.path.isfile(path):
-                return None
-        return load_heuristic(path, name)
+                return heuristic_config(self.kernel, path, self.aot.args(shape, "cpu"))
+            except HeuristicError:
+                raise UserError(f"kernel {self.name}: shape {shape.label}: AOT heuristic {meta_error}") from None
 
     def default_config(self, shape: Shape) -> dict[str, Any]:
-        """The baseline config for ``shape``: the AOT heuristic's, else the spec's default, else Helion's
-        default (completed by Helion's normalize when the space is derived)."""
+        """The baseline config for ``shape``: what Helion runs a plain call with (the AOT heuristic's pick), else
+        the spec's default, else the kernel's own single ``config=``, else Helion's default config (completed by
+        Helion's normalize when the space is derived). ``baseline_source`` says which, per shape."""
         if shape.label in self._baselines:
             return dict(self._baselines[shape.label])
-        heuristic = self.heuristic()
-        if heuristic is not None:
-            config = dict(heuristic(*self.aot.args(shape, "meta")))
-            self.baseline_source[shape.label] = f"AOT heuristic for sm_{self._target.capability}"
+        path = self.heuristic_path()
+        own = list(getattr(self.kernel, "configs", None) or [])
+        if path is not None:
+            config = self._heuristic_config(path, shape)
+            self.baseline_source[shape.label] = f"AOT heuristic {path.name} (sm_{self._target.capability})"
         elif self.spec.default is not None:
             config = dict(self.spec.default)
             self.baseline_source[shape.label] = "the spec's default"
+        elif len(own) == 1:
+            config = dict(getattr(own[0], "config", own[0]))
+            self.baseline_source[shape.label] = "the kernel's own config="
         else:
             config = {}
-            self.baseline_source[shape.label] = "Helion's default config"
+            self.baseline_source[shape.label] = self._no_heuristic_note()
         if self.spec.space is None:
             from paretotune.kernels.helion_space import normalized
 
@@ -225,6 +235,24 @@ class HelionAdapter:
                 config = normalized(spec, {**dict(spec.default_config().config), **config})
         self._baselines[shape.label] = config
         return dict(config)
+
+    def _no_heuristic_note(self) -> str:
+        """Says plainly that the baseline is Helion's default, and for an AOT kernel which file was missing."""
+        from paretotune.kernels.helion_heuristic import expected_names, is_aot_kernel, source_file
+
+        if not is_aot_kernel(self.kernel):
+            return "Helion's default config (not an AOT kernel; a plain call would autotune)"
+        names = expected_names(self.kernel, self._target.capability)
+        return (f"Helion's default config (no AOT heuristic for sm_{self._target.capability}: looked for {names[0]} "
+                f"and older beside {Path(source_file(self.kernel)).name})")
+
+    def authors_timing(self) -> str | None:
+        """``cudagraph`` or ``events`` where the kernel's module says how its authors time it (a pretuned kernel's
+        ``use_cudagraph()``, which its ``main()`` follows), else None."""
+        fn = getattr(self.kernel.fn, "__globals__", {}).get("use_cudagraph")
+        if not callable(fn):
+            return None
+        return "cudagraph" if fn() else "events"
 
     def _resolve(self, config: Mapping[str, Any], shape: Shape) -> Mapping[str, Any]:
         """An empty config stands for each shape's own baseline config (acf-only over per-shape baselines)."""

@@ -148,29 +148,3 @@ def normalized(config_spec: Any, config: Mapping[str, Any]) -> dict[str, Any]:
     trial = copy.deepcopy(dict(config))
     config_spec.normalize(trial, _fix_invalid=True)
     return trial
-
-
-def heuristic_file(kernel_file: str, kernel_name: str, capability: int) -> str:
-    """Where a Helion AOT kernel keeps its heuristic for one architecture: beside the kernel file."""
-    import os
-
-    return os.path.join(os.path.dirname(kernel_file), f"_helion_aot_{kernel_name}_cuda_sm{capability}.py")
-
-
-def load_heuristic(path: str, kernel_name: str) -> Any:
-    """``autotune_<kernel_name>(*args) -> dict`` from a heuristic file (imported by path, under a private name)."""
-    import importlib.util
-    import sys
-
-    name = f"paretotune_heuristic_{kernel_name}_{abs(hash(path))}"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot import {path}")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[name] = module
-    fn = getattr(sys.modules[name], f"autotune_{kernel_name}", None)
-    if fn is None:
-        raise AttributeError(f"{path} defines no autotune_{kernel_name}(*args)")
-    return fn

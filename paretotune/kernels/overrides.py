@@ -55,8 +55,16 @@ class OverriddenAdapter:
     def constraint(self) -> Callable[[Mapping[str, Any]], bool] | None:
         return self.inner.constraint()
 
+    @property
+    def baseline_source(self) -> dict[str, str]:
+        """The inner adapter's, with the campaign's ``kernel.default`` named where it sets values."""
+        inner = dict(getattr(self.inner, "baseline_source", None) or {})
+        if not self._override:
+            return inner
+        return {label: f"{source}, with the campaign's kernel.default" for label, source in inner.items()}
+
     def __getattr__(self, name: str) -> Any:
-        """Anything else (baseline_source, space_note, ...) is the inner adapter's."""
+        """Anything else (space_note, authors_timing, ...) is the inner adapter's."""
         if name == "inner":
             raise AttributeError(name)
         return getattr(self.inner, name)

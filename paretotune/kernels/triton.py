@@ -78,6 +78,7 @@ class TritonAdapter:
         except TypeError as exc:
             raise UserError(f"kernel {name}: fn: {exc}") from None
         self._space = self._make_space()
+        self.baseline_source: dict[str, str] = {}  # shape label -> where its baseline config came from
 
     def _make_space(self) -> dict[str, list[Any]]:
         from paretotune.search.space import config_list_space
@@ -115,15 +116,17 @@ class TritonAdapter:
         shape, else the first listed config, else each knob's first value."""
         from paretotune.search.space import flatten_config
 
-        if callable(self.spec.default):
-            return dict(self.spec.default(shape.params))
-        if self.spec.default is not None:
-            return dict(self.spec.default)
+        if callable(self.spec.default) or self.spec.default is not None:
+            self.baseline_source[shape.label] = "the spec's default"
+            return dict(self.spec.default(shape.params) if callable(self.spec.default) else self.spec.default)
         tuner, prune = self.parts.autotuner, self._prune()
         if tuner is not None and prune is not None and self.spec.space is None:
             named = self.named_args(self.make_inputs(shape, "meta", 0), shape, config_dict(tuner.configs[0]))
             kept = prune(list(tuner.configs), {k: v for k, v in named.items() if k not in tuner.configs[0].kwargs})
+            self.baseline_source[shape.label] = "the autotuner's first config its early_config_prune keeps"
             return config_dict(kept[0])
+        self.baseline_source[shape.label] = ("the autotuner's first config" if tuner is not None and
+                                             self.spec.space is None else "the space's first config")
         return flatten_config({k: v[0] for k, v in self._space.items()})
 
     def constraint(self) -> None:

@@ -37,6 +37,7 @@ class Summary:
     n_excluded: int  # failed, or a missing / non-finite objective value
     n_front: int
     hypervolume: float | None  # the front's (FrontReport.hypervolume): 0 when nothing varies; None without a baseline
+    baseline: str = "the kernel's default config"  # where the baseline's config came from (run.json)
 
 
 @dataclass(frozen=True)

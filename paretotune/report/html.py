@@ -127,7 +127,7 @@ def _tradeoffs(data: ReportData, plots: dict[str, str]) -> str:
     if figs:
         parts.append(note("Each point is one or more candidates with the same values (bigger = more); red points "
                           "are on Pareto front 0 over all objectives, so a red point can look dominated in one "
-                          "projection. The star is the baseline (default config, no ACF)."
+                          f"projection. The star is the baseline ({data.summary.baseline}, no ACF)."
                           if data.pairs else "One objective: the distribution of every successful candidate."))
         # auto-fill (not auto-fit) keeps the column width fixed while the figures are added one by one, so
         # plotly sizes each plot for its final cell rather than for the whole row

@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 
 from paretotune.errors import UserError
+from paretotune.records import baseline_phrase
 from paretotune.report.data import Summary
 from paretotune.store import ObjectiveColumn
 
@@ -37,7 +38,9 @@ def summary_of(run_dir: str, meta: dict[str, Any], columns: list[ObjectiveColumn
                    versions={str(k): str(v) for k, v in sorted(meta.get("versions", {}).items())},
                    seed=None if seed is None else int(seed), created=str(meta.get("created", "")),
                    n_evaluated=len(results), n_failed=n_failed, n_excluded=len(excluded), n_front=n_front,
-                   hypervolume=final_hv)
+                   hypervolume=final_hv,
+                   baseline=baseline_phrase(meta.get("kernel", {}).get("baseline_sources", {}),
+                                            list(meta.get("shapes", []))))
 
 
 def _campaign_spec(text: str, where: str) -> Any:

@@ -26,6 +26,7 @@ from paretotune.campaign.acf_check import check_acf_files, check_toolchain
 from paretotune.campaign.load import Campaign, campaign_from_text
 from paretotune.campaign.resolve import make_adapter, make_objectives
 from paretotune.errors import ToolchainError, UserError
+from paretotune.kernels.base import baseline_words
 from paretotune.records import TrialRecord
 from paretotune.runner.loop import InFlight, LoopState
 from paretotune.runner.start import make_engine, objective_columns
@@ -188,7 +189,8 @@ def prepare_resume(run: RunDir, ptxas: Any, *, expect: Campaign | None = None,
                         f"{[c.column for c in columns]}")
     baseline = next((r for r in point.records if r.is_baseline), None)
     if baseline is not None and baseline.status != "ok":
-        raise UserError(f"{campaign.path}: the baseline (default config, no ACF) failed: {baseline.error}")
+        raise UserError(f"{campaign.path}: the baseline ({baseline_words(adapter, campaign.shapes)}, no ACF) failed: "
+                        f"{baseline.error}")
     twins_missing = bool(point.records) and bool(missing_twins(run.results(), run.directions()))
     done = Resumption(campaign=campaign, point=point, engine=None, twins_missing=twins_missing)
     if done.complete:

@@ -90,7 +90,7 @@ def test_baseline_per_shape_from_the_heuristic_beside_the_kernel() -> None:
     narrow, wide = adapter.default_config(NARROW), adapter.default_config(WIDE)
     assert (narrow["block_sizes"], narrow["num_warps"]) == ([4], 4)
     assert (wide["block_sizes"], wide["num_warps"]) == ([1], 8)
-    assert adapter.baseline_source["narrow"] == "AOT heuristic for sm_90"
+    assert adapter.baseline_source["narrow"] == "AOT heuristic _helion_aot_scale_rows_cuda_sm90.py (sm_90)"
     # the two shapes' baselines differ: the baseline candidate stands for "each shape at its own config"
     assert baseline_config(adapter, (NARROW, WIDE)) == {}
     assert adapter.compile_ptx({}, NARROW, SM90).num_warps == 4
@@ -201,7 +201,10 @@ def test_pin_for_per_shape_baselines_names_each_shapes_config() -> None:
     adapter = _scale_rows_adapter((NARROW, WIDE))
     per_shape = {s.label: adapter.default_config(s) for s in (NARROW, WIDE)}
     text = pin_snippet("scale_rows.py:scale_rows", {}, "cand3_x.acf", {"narrow": 1.02, "wide": 1.01},
-                       per_shape=per_shape)
+                       per_shape=per_shape, baseline=adapter.baseline_source["wide"])
+    # the header names what the speedups are over: the heuristic's configs, not "the default build"
+    assert text.startswith("# Pinned by paretotune: validated speedup vs the baseline, AOT heuristic "
+                           "_helion_aot_scale_rows_cuda_sm90.py (sm_90), no ACF (narrow: 1.020x, wide: 1.010x).")
     scope: dict = {"__file__": "/tmp/pin.py"}
     exec(compile(text, "pin.py", "exec"), scope)  # noqa: S102 - the snippet is what a user runs
     configs = scope["CONFIGS"]
