@@ -9,18 +9,25 @@ ratios are compared).
 
 Correctness is checked before a candidate is timed, on inputs made from its own seed, so a kernel that only
 works on the timing data (or leaves outputs unwritten) is caught. A spec without a ``reference`` is compared with
-the baseline build's output (default config, no ACF) on the same fresh inputs, with the spec's tolerances.
+the baseline build (the shape's baseline config, no ACF) on the same fresh inputs, with the spec's tolerances:
+everything it returns (a tensor, a tuple or list of them, nested, or None) and every argument it wrote.
+
+Kernels that update an argument in place (``qkv`` normalised and rotated where it lies) would see their own
+output as input if launched twice. So every input tensor is restored from a pristine copy before each checked
+launch, the arguments the baseline writes are found the way Helion's autotuner finds them (launch on the
+inputs, compare with a copy: ``torch.equal``), and on the timing buffers those arguments are restored before
+every timing round, so that no round starts from values earlier rounds drifted (:meth:`ShapeArms.time`).
 
 Nothing here needs CUDA: with CPU tensors and an injected :data:`~paretotune.execution.timing.Timer` the same
 code runs in tests.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from paretotune.execution.timing import Timer, TimingMethod, TimingSetting, check_output, choose_method
+from paretotune.execution.timing import Timer, Timing, TimingMethod, TimingSetting, check_output, choose_method
 from paretotune.kernels.base import Inputs, KernelAdapter, Prepared
 from paretotune.records import Shape
 
@@ -47,33 +54,85 @@ def poison(prepared: Prepared) -> None:
         out.fill_(float("nan"))
 
 
+def tensor_leaves(tree: Any) -> list[Any]:
+    """The tensors in an input set or an output (dicts, tuples and lists nested in any way)."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    return [leaf for leaf in tree_flatten(tree)[0] if isinstance(leaf, torch.Tensor)]
+
+
+def clone_tree(tree: Any) -> Any:
+    """A copy of an output whose tensors no later launch can overwrite."""
+    import torch
+    from torch.utils._pytree import tree_map
+
+    return tree_map(lambda x: x.clone() if isinstance(x, torch.Tensor) else x, tree)
+
+
+def restore(leaves: list[Any], pristine: list[Any]) -> None:
+    for leaf, copy in zip(leaves, pristine, strict=True):
+        leaf.copy_(copy)
+
+
+def written_by(leaves: list[Any], pristine: list[Any]) -> list[int]:
+    """Which tensors a launch changed (its copies taken before it): Helion's autotuner's test, ``torch.equal``."""
+    import torch
+
+    return [i for i, (leaf, copy) in enumerate(zip(leaves, pristine, strict=True)) if not torch.equal(leaf, copy)]
+
+
 def check_candidate(adapter: KernelAdapter, config: dict[str, Any], shape: Shape, acf: Path | None, device: str,
                     seed: int) -> str | None:
     """None if the candidate's output on fresh inputs (from ``seed``) matches the expected one, else why not.
 
-    Expected: the spec's reference, or without one the baseline build's output on the same inputs.
+    Expected: the spec's reference, or without one the baseline build's result on the same inputs: what it
+    returns and the arguments it writes (any other argument the candidate changes is a wrong answer too).
+    Inputs are restored from a pristine copy before each launch, so an in-place kernel starts from the same
+    values every time.
     """
     inputs = adapter.make_inputs(shape, device, seed)
+    leaves = tensor_leaves(inputs)
+    pristine = [leaf.clone() for leaf in leaves]
     cand = adapter.prepare(config, shape, acf, inputs)
     if cand.reference is not None:
         expected = cand.reference()
-    else:
-        base = adapter.prepare(adapter.default_config(shape), shape, None, inputs)
-        poison(base)
-        expected = base.launch()
+        restore(leaves, pristine)
+        poison(cand)
+        got = cand.launch()
         sync(device)
-        if expected is None:
-            return "the baseline returned no output to compare with (the kernel spec has no reference)"
-        expected = expected.clone()  # the candidate writes into the same output buffer
+        return check_output(got, expected, cand.atol, cand.rtol)
+    base = adapter.prepare(adapter.default_config(shape), shape, None, inputs)
+    poison(base)
+    returned = clone_tree(base.launch())
+    sync(device)
+    written = written_by(leaves, pristine)
+    if not tensor_leaves(returned) and not written:
+        return "the baseline returned no tensor and wrote no argument (the kernel spec has no reference)"
+    after = {i: leaves[i].clone() for i in written}
+    restore(leaves, pristine)
     poison(cand)
     got = cand.launch()
     sync(device)
-    return check_output(got, expected, cand.atol, cand.rtol)
+    problem = check_output(got, returned, cand.atol, cand.rtol) if tensor_leaves(returned) else None
+    if problem:
+        return problem
+    for i, expected in after.items():
+        problem = check_output(leaves[i], expected, cand.atol, cand.rtol)
+        if problem:
+            return f"input tensor {i} (the kernel writes it): {problem}"
+    stray = [i for i in written_by(leaves, pristine) if i not in after]
+    if stray:
+        return f"wrote into input tensor {stray[0]}, which the baseline build only reads"
+    return None
 
 
 @dataclass
 class ShapeArms:
-    """One shape's timing buffers, its baseline bound to them, and the method that times every arm."""
+    """One shape's timing buffers, its baseline bound to them, and the method that times every arm.
+
+    ``written``: the input tensors the baseline's first launch changed (in-place arguments, output buffers);
+    ``pristine`` holds their values from before it, put back before every timing round (:meth:`time`)."""
 
     adapter: KernelAdapter
     shape: Shape
@@ -81,6 +140,9 @@ class ShapeArms:
     inputs: Inputs
     baseline: Prepared
     method: TimingMethod
+    written: list[int] = field(default_factory=list)
+    pristine: list[Any] = field(default_factory=list)
+    method_source: str = ""
 
     def bind(self, config: dict[str, Any], acf: Path | None) -> Prepared:
         """Another arm (control or candidate) on this shape's timing buffers, launched once (built, warm)."""
@@ -89,14 +151,56 @@ class ShapeArms:
         sync(self.device)
         return prepared
 
+    def restore(self) -> None:
+        """Put the arguments the kernel writes back to their values before any launch."""
+        if self.written:
+            leaves = tensor_leaves(self.inputs)
+            restore([leaves[i] for i in self.written], self.pristine)
+            sync(self.device)
+
+    def time(self, prepared: Prepared, timer: Timer) -> Timing:
+        """One timing round of an arm, starting from the pristine arguments (an in-place kernel's launches in
+        earlier rounds never feed this one)."""
+        self.restore()
+        return timer(prepared.launch, self.method)
+
+
+def authors_timing(adapter: KernelAdapter) -> TimingMethod | None:
+    """How the kernel's authors time it, where they say so: a pretuned Helion kernel's module defines
+    ``use_cudagraph()`` (True: CUDA graphs; False: plain events), which their own ``main()`` follows."""
+    prefer = getattr(adapter, "authors_timing", None)
+    return prefer() if callable(prefer) else None
+
 
 def open_shape(adapter: KernelAdapter, shape: Shape, device: str, seed: int, setting: TimingSetting,
                timer: Timer) -> ShapeArms:
-    """Make the shape's timing buffers from ``seed``, bind the baseline, and choose the timing method (``auto``:
-    from a first events timing of the baseline)."""
+    """Make the shape's timing buffers from ``seed``, bind the baseline, note which arguments it writes, and
+    choose the timing method (``auto``: the kernel authors' choice where their module states one, else from a
+    first events timing of the baseline)."""
     inputs = adapter.make_inputs(shape, device, seed)
+    leaves = tensor_leaves(inputs)
+    before = [leaf.clone() for leaf in leaves]
     baseline = adapter.prepare(adapter.default_config(shape), shape, None, inputs)
     baseline.launch()
     sync(device)
-    first = timer(baseline.launch, "events").median_ms if setting == "auto" else None
-    return ShapeArms(adapter, shape, device, inputs, baseline, choose_method(setting, first))
+    written = written_by(leaves, before)
+    pristine = [before[i] for i in written]
+    del before
+    authors = authors_timing(adapter) if setting == "auto" else None
+    if authors is not None:
+        return ShapeArms(adapter, shape, device, inputs, baseline, authors, written, pristine,
+                         "the kernel module's use_cudagraph()")
+    arms = ShapeArms(adapter, shape, device, inputs, baseline, "events", written, pristine)
+    first = arms.time(baseline, timer).median_ms if setting == "auto" else None
+    arms.method = choose_method(setting, first)
+    arms.method_source = "the baseline's first events timing" if setting == "auto" else "evaluation.timing"
+    return arms
+
+
+def arms_notes(arms: ShapeArms) -> dict[str, Any]:
+    """What a shape's record says about how its arms were timed: why this method, and which input tensors the
+    kernel writes (restored before every timing round)."""
+    notes: dict[str, Any] = {"timing_source": arms.method_source}
+    if arms.written:
+        notes["restored_inputs"] = arms.written
+    return notes

@@ -148,7 +148,8 @@ class GpuEvaluator:
                 extra.setdefault(shape.label, {}).update(
                     runtime_ms=r["runtime_ms"], baseline_ms=r["baseline_ms"],
                     ratio_to_baseline=r["runtime_ms"] / r["baseline_ms"], baseline_age_s=r["baseline_age_s"],
-                    n_samples=r["n_samples"], timing=r.get("timing"), ncu=ncu.get(shape.label, {}))
+                    n_samples=r["n_samples"], timing=r.get("timing"), ncu=ncu.get(shape.label, {}),
+                    **{k: r[k] for k in ("timing_source", "restored_inputs") if k in r})
                 stages["gpu_build_s"] += r["build_s"]
                 stages["gpu_time_s"] += r["time_s"]
                 for obj in self.objectives:

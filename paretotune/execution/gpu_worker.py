@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from paretotune.execution.arms import TIMING_SEED, ShapeArms, check_candidate, open_shape
+from paretotune.execution.arms import TIMING_SEED, ShapeArms, arms_notes, check_candidate, open_shape
 from paretotune.execution.timing import Timer, Timing, gpu_timer
 
 
@@ -80,7 +80,7 @@ def serve(conn: Any, campaign_path: str, campaign_text: str, ptxas_path: str, pt
 
 @dataclass
 class Baseline:
-    """One shape's timing buffers and baseline (default config, no ACF), built once per worker, and the
+    """One shape's timing buffers and baseline (its baseline config, no ACF), built once per worker, and the
     baseline's latest timing. Every candidate of the shape is bound to the same buffers."""
 
     arms: ShapeArms
@@ -118,15 +118,15 @@ def measure(adapter: Any, campaign: Any, job: GpuJob, baselines: dict[str, Basel
         method = base.arms.method
         if base.timing is None or time.monotonic() - base.timed_at >= spec.baseline_interval_s:
             note(f"{shape.label}: re-timing the baseline")
-            base.timing = timer(base.arms.baseline.launch, method)
+            base.timing = base.arms.time(base.arms.baseline, timer)
             base.timed_at = time.monotonic()
         t1 = time.perf_counter()
         note(f"{shape.label}: timing the candidate")
-        cand_t = timer(prepared.launch, method)
+        cand_t = base.arms.time(prepared, timer)
         out[shape.label] = {"runtime_ms": cand_t.median_ms, "baseline_ms": base.timing.median_ms,
                             "baseline_age_s": time.monotonic() - base.timed_at,
                             "samples_ms": list(cand_t.samples_ms[:200]), "build_s": build_s,
                             "time_s": time.perf_counter() - t1, "n_samples": len(cand_t.samples_ms),
-                            "timing": method}
+                            "timing": method, **arms_notes(base.arms)}
         del prepared
     return out

@@ -70,11 +70,36 @@ def choose_method(setting: TimingSetting, first_ms: float | None) -> TimingMetho
 
 
 def check_output(got: Any, expected: Any, atol: float, rtol: float) -> str | None:
-    """None if ``got`` matches ``expected`` within tolerances; otherwise why not (NaN always fails)."""
+    """None if ``got`` matches ``expected`` within tolerances; otherwise why not (NaN always fails). Either may be
+    a tensor or a tuple, list or dict of them, nested: every tensor is compared, in order, and a message about
+    one of several names its position (``output 1``)."""
     import torch
+    from torch.utils._pytree import tree_flatten
 
     if got is None:
         return "kernel returned no output"
+    got_leaves, got_tree = tree_flatten(got)
+    want_leaves, want_tree = tree_flatten(expected)
+    if len(got_leaves) != len(want_leaves):
+        return f"returned {len(got_leaves)} values, expected {len(want_leaves)}"
+    several = len(want_leaves) > 1
+    for i, (g, e) in enumerate(zip(got_leaves, want_leaves, strict=True)):
+        where = f"output {i}: " if several else ""
+        if not isinstance(e, torch.Tensor):
+            if isinstance(g, torch.Tensor) or g != e:
+                return f"{where}returned {g!r}, expected {e!r}"
+            continue
+        if not isinstance(g, torch.Tensor):
+            return f"{where}returned a {type(g).__name__}, expected a tensor"
+        problem = _compare(g, e, atol, rtol)
+        if problem:
+            return where + problem
+    return None
+
+
+def _compare(got: Any, expected: Any, atol: float, rtol: float) -> str | None:
+    import torch
+
     if got.shape != expected.shape:
         return f"wrong shape {tuple(got.shape)} != {tuple(expected.shape)}"
     g, e = got.float(), expected.float()

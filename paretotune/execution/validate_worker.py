@@ -12,7 +12,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from paretotune.execution.arms import check_candidate, open_shape, sync
+from paretotune.execution.arms import arms_notes, check_candidate, open_shape, sync
 from paretotune.execution.timing import Timer, TimingSetting, gpu_timer
 from paretotune.kernels.base import KernelAdapter, Prepared
 from paretotune.records import Shape
@@ -83,6 +83,7 @@ def validate_shape(adapter: KernelAdapter, shape: Shape, candidates: list[dict[s
         order = list(arms)
         rng.shuffle(order)
         for key in order:
-            samples[key].append(timer(arms[key].launch, shared.method).median_ms)
+            samples[key].append((shared.time(arms[key], timer) if not own_buffers else
+                                 timer(arms[key].launch, shared.method)).median_ms)
     return {"samples": {str(k): v for k, v in samples.items()}, "errors": {str(k): v for k, v in errors.items()},
-            "timing": shared.method, "buffers": "own" if own_buffers else "shared"}
+            "timing": shared.method, "buffers": "own" if own_buffers else "shared", **arms_notes(shared)}

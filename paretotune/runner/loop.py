@@ -45,12 +45,12 @@ from paretotune.campaign.load import Campaign
 from paretotune.campaign.resolve import make_adapter, make_objectives
 from paretotune.errors import UserError
 from paretotune.execution.base import Evaluator
-from paretotune.kernels.base import baseline_config
+from paretotune.kernels.base import baseline_config, baseline_words
 from paretotune.objectives.base import Objective
 from paretotune.pareto.attribution import TWIN_OF
 from paretotune.records import Candidate, TrialRecord
 from paretotune.runner.gpu_busy import record_timing
-from paretotune.runner.start import make_engine, objective_columns
+from paretotune.runner.start import make_engine, note_measurement, objective_columns
 from paretotune.search.base import SearchEngine
 from paretotune.search.twins import twin_candidates
 from paretotune.store.checkpoint import Checkpointer
@@ -287,7 +287,9 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
                 keep(rec)
             state.next_id = 1
             if written[-1].status != "ok":
-                raise UserError(f"{campaign.path}: the baseline (default config, no ACF) failed: {written[-1].error}")
+                raise UserError(f"{campaign.path}: the baseline ({baseline_words(adapter, campaign.shapes)}, no ACF) "
+                                f"failed: {written[-1].error}")
+            note_measurement(run, written[-1], campaign.shapes)
         marks.append(("baseline", time.monotonic()))
         if engine is None:
             engine = make_engine(campaign, adapter, len(columns))
