@@ -50,7 +50,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from paretotune.execution.base import CUT_PREFIX  # noqa: E402
-from paretotune.kernels.workloads import TOLERANCES, WORKLOAD_SHAPES  # noqa: E402
+from paretotune.kernels.workloads import TOLERANCES, WORKLOAD_SHAPES, WORKLOAD_SOURCES  # noqa: E402
 
 STARTUP_S = 40.0  # a CLI campaign's fixed cost on the H200 host: imports, worker start-up, baseline
 # outside search.wall_clock_s (which counts the CLI's start-up since f62b00d): the builds and measurements in
@@ -69,7 +69,7 @@ def campaign_text(kernel: str, workloads: Path, strategy: str, generations: int,
     tol = TOLERANCES.get(kernel)
     tol_line = f"\n  atol: {tol}\n  rtol: {tol}" if tol is not None else ""
     return (f"name: pretuned-{kernel}-{strategy}\n"
-            f"kernel:\n  source: {workloads / kernel / (kernel + '.py')}:{kernel}\n"
+            f"kernel:\n  source: {workloads / WORKLOAD_SOURCES.get(kernel, f'{kernel}/{kernel}.py:{kernel}')}\n"
             f"  inputs: paretotune.kernels.workloads:{kernel}{tol_line}\n"
             f"shapes: [{shapes}]\nobjectives: [runtime]\nacf: {{search_space: ptxas-13.3}}\n"
             f"search: {{engine: compileiq, strategy: {strategy}, generations: {generations}, pool_size: {pool}, "

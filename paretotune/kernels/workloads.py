@@ -136,6 +136,40 @@ def scaled_mm(shape: Mapping[str, Any], device: str, seed: int) -> tuple[Any, ..
     return _empty((m, n), out, device), a, b, sa, sb, bias
 
 
+def rope_fwd(shape: Mapping[str, Any], device: str, seed: int) -> tuple[Any, ...]:
+    """q [1, 32, seq, hidden / 32], k [1, 8, seq, hidden / 32] (bf16), cos and sin [1, seq, hidden / 32]: the
+    kernel returns (q_out, k_out). Its heuristic is keyed by (hidden, seq)."""
+    gen, dtype = _rng(device, seed), _dtype(shape, "bfloat16")
+    hidden, seq = int(shape["hidden"]), int(shape["seq"])
+    head_dim = hidden // 32
+    q = _randn((1, 32, seq, head_dim), dtype, device, gen)
+    k = _randn((1, 8, seq, head_dim), dtype, device, gen)
+    angles = _randn((1, seq, head_dim), dtype, device, gen)
+    if device == "meta":
+        return q, k, angles, torch.empty_like(angles)
+    return q, k, torch.cos(angles), torch.sin(angles)
+
+
+def fused_qk_norm_rope(shape: Mapping[str, Any], device: str, seed: int) -> tuple[Any, ...]:
+    """qkv [tokens, (q_heads + 2 kv_heads) * 128] (bf16, updated in place: the kernel returns None), the head
+    counts, head_dim 128, eps, q and k weights [128] (~U(0.8, 1.2)), a cos/sin cache [40960, 128], NeoX layout,
+    positions 0..tokens-1 (indices: in range by construction)."""
+    gen, dtype = _rng(device, seed), _dtype(shape, "bfloat16")
+    tokens, q_heads, kv_heads, head_dim = int(shape["tokens"]), int(shape["q_heads"]), int(shape["kv_heads"]), 128
+    qkv = _randn((tokens, (q_heads + 2 * kv_heads) * head_dim), dtype, device, gen, 0.05)
+    if device == "meta":
+        weights = [torch.empty(head_dim, dtype=dtype, device="meta") for _ in range(2)]
+        cache = torch.empty((40960, head_dim), dtype=dtype, device="meta")
+        positions = torch.empty(tokens, dtype=torch.long, device="meta")
+    else:
+        weights = [(0.8 + 0.4 * torch.rand(head_dim, device=device, generator=gen)).to(dtype) for _ in range(2)]
+        freqs = torch.arange(40960, device=device, dtype=torch.float32)[:, None] * (
+            10000.0 ** (-torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim))
+        cache = torch.cat((freqs.cos(), freqs.sin()), dim=-1).to(dtype)
+        positions = torch.arange(tokens, dtype=torch.long, device=device)
+    return qkv, q_heads, kv_heads, kv_heads, head_dim, 1e-6, weights[0], weights[1], cache, True, positions
+
+
 # Kernels that return None write into arguments: which ones the correctness check compares.
 dynamic_per_token_scaled_fp8_quant.outputs = (0, 2)  # type: ignore[attr-defined]
 rms_norm_dynamic_per_token_quant.outputs = (0, 3)  # type: ignore[attr-defined]
@@ -145,6 +179,9 @@ scaled_mm.outputs = (0,)  # type: ignore[attr-defined]
 # fp8 outputs are compared as the kernels' own benchmarks compare them (atol = rtol = 0.2)
 TOLERANCES: dict[str, float] = {"dynamic_per_token_scaled_fp8_quant": 0.2, "rms_norm_dynamic_per_token_quant": 0.2,
                                 "rms_norm_per_block_quant": 0.2, "silu_mul_fp8": 0.2, "scaled_mm": 0.05}
+
+# Where a kernel is defined in the workload folder when not as <name>/<name>.py:<name>
+WORKLOAD_SOURCES: dict[str, str] = {"rope_fwd": "rope/rope.py:rope_fwd"}
 
 # The kernels, a factory each, and 1-2 of the shapes their own main() benchmarks (dimension names as above).
 WORKLOAD_SHAPES: dict[str, list[dict[str, Any]]] = {
@@ -159,4 +196,7 @@ WORKLOAD_SHAPES: dict[str, list[dict[str, Any]]] = {
     "rms_norm_per_block_quant": [{"tokens": 4096, "hidden": 4096, "group_size": 128},
                                  {"tokens": 1024, "hidden": 5120, "group_size": 128}],
     "scaled_mm": [{"M": 2048, "K": 4096, "N": 4096}, {"M": 2048, "K": 4096, "N": 6144}],
+    "rope_fwd": [{"hidden": 8192, "seq": 1024}, {"hidden": 2048, "seq": 2048}],
+    "fused_qk_norm_rope": [{"tokens": 2048, "q_heads": 32, "kv_heads": 8}, {"tokens": 128, "q_heads": 16,
+                                                                           "kv_heads": 8}],
 }
