@@ -63,13 +63,18 @@ WRONG = re.compile(r"wrong answer|wrong shape|NaN in output|no output", re.I)
 FAULT = re.compile(r"fault|illegal|CUDA error|worker died|crash|signal|core dumped|misaligned", re.I)
 
 
+def source_of(kernel: str) -> str:
+    """Where the kernel is defined in the workload folder, as ``path:attr``."""
+    return WORKLOAD_SOURCES.get(kernel, f"{kernel}/{kernel}.py:{kernel}")
+
+
 def campaign_text(kernel: str, workloads: Path, strategy: str, generations: int, pool: int,
                   wall_s: float) -> str:
     shapes = ", ".join("{" + ", ".join(f"{k}: {v}" for k, v in s.items()) + "}" for s in WORKLOAD_SHAPES[kernel])
     tol = TOLERANCES.get(kernel)
     tol_line = f"\n  atol: {tol}\n  rtol: {tol}" if tol is not None else ""
     return (f"name: pretuned-{kernel}-{strategy}\n"
-            f"kernel:\n  source: {workloads / WORKLOAD_SOURCES.get(kernel, f'{kernel}/{kernel}.py:{kernel}')}\n"
+            f"kernel:\n  source: {workloads / source_of(kernel)}\n"
             f"  inputs: paretotune.kernels.workloads:{kernel}{tol_line}\n"
             f"shapes: [{shapes}]\nobjectives: [runtime]\nacf: {{search_space: ptxas-13.3}}\n"
             f"search: {{engine: compileiq, strategy: {strategy}, generations: {generations}, pool_size: {pool}, "
@@ -227,8 +232,8 @@ def main() -> int:
         record: dict[str, Any] = {"shapes": WORKLOAD_SHAPES[kernel]}
         folder = args.out / kernel
         folder.mkdir(exist_ok=True)
-        if not (workloads / kernel / f"{kernel}.py").is_file():
-            record.update(runs=False, why_not=f"not materialised: {workloads / kernel}")
+        if not (workloads / source_of(kernel).rpartition(":")[0]).is_file():
+            record.update(runs=False, why_not=f"not materialised: {workloads / source_of(kernel)}")
         for strategy in strategies:
             if record.get("runs") is False:
                 break
