@@ -1,0 +1,520 @@
+"""What the program's kernel calls did: per kernel, per distinct signature, calls, GPU time, and (first call only)
+the arguments' metadata, which arguments the call wrote, the config it ran with and its grid.
+
+Only the outermost kernel call is recorded: launches inside an ``@triton.autotune``'s benchmarking, inside
+``@triton.heuristics`` or inside a Helion kernel's generated host code belong to the call that made them (a
+thread-local depth). The cost every call pays is a signature key (tensor dtype, shape, strides, device,
+alignment; scalars by value) and two CUDA events, read lazily, never synchronizing; on the CPU (the Triton
+interpreter) wall time instead. The first call of each signature also clones its tensor arguments to see which
+ones the call changed (written) and, for ``--values``, saves them; that call synchronizes. A failure of the
+recorder's own code marks the kernel with the reason and never reaches the program; a call the kernel itself
+fails is re-raised untouched and not recorded.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from paretotune.capturing.kernel_info import KernelInfo, helion_info, triton_info
+from paretotune.capturing.metadata import Undescribable, describe, describe_scalar, leaf_key
+from paretotune.kernels.triton_jit import LAUNCH_OPTIONS, config_dict
+
+FORMAT = "paretotune-capture/1"
+RECORD = "capture.json"  # what a capture folder's record is called
+MAX_SIGNATURES = 64  # per kernel; calls of further signatures are counted together (a seed that changes per call)
+DRAIN_AT = 512  # pending CUDA event pairs before the finished ones are read (never blocking)
+_NOT_ARGS = ("grid", "warmup")
+
+
+@dataclass
+class Signature:
+    """One distinct signature of a kernel: its calls, their time, and the first call's description."""
+
+    calls: int = 0
+    time_ms: float = 0.0
+    doc: dict[str, Any] | None = None  # set once the first call finished
+
+
+@dataclass
+class KernelRecord:
+    index: int
+    info: KernelInfo
+    signatures: dict[Any, Signature] = field(default_factory=dict)
+    other: Signature = field(default_factory=Signature)  # signatures past MAX_SIGNATURES
+    graph_calls: int = 0  # calls made while a CUDA graph was being captured (not timed, not described)
+    problem: str | None = None
+    timing: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _FirstCall:
+    """What the first call of a signature needs between its start and its end."""
+
+    record: KernelRecord
+    signature: Signature
+    leaves: list[Any]
+    clones: list[Any] | None
+    launches: dict[str, tuple[dict[str, Any], list[int]]] = field(default_factory=dict)
+    config_keys: frozenset[str] = frozenset()
+    doc: dict[str, Any] = field(default_factory=dict)
+    tree: list[tuple[Any, int]] = field(default_factory=list)  # helion: (treespec or None, leaf count) per arg
+
+
+class Recorder:
+    """Collects the calls; :meth:`document` is the JSON the campaign writer reads (``capture.json``)."""
+
+    def __init__(self, *, values: bool | Iterable[str] = False, values_dir: Path | None = None,
+                 program_dirs: Iterable[str] = ()) -> None:
+        self.values = values if isinstance(values, bool) else frozenset(values)
+        self.values_dir = values_dir
+        self.program_dirs = tuple(program_dirs)
+        self.pid = os.getpid()
+        self.started = time.time()
+        self._kernels: dict[int, KernelRecord] = {}
+        self._lock = threading.RLock()
+        self._tls = threading.local()
+        self._pending: deque[tuple[Signature, Any, Any]] = deque()
+        self._timing_problem: str | None = None
+
+    # -- entry points (the hooks) ------------------------------------------------------------------------------
+    def triton_run(self, obj: Any, orig: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                   launch_level: bool) -> Any:
+        """``run`` of a JITFunction/InterpretedFunction (``launch_level``) or an Autotuner/Heuristics."""
+        if kwargs.get("warmup"):
+            return orig(obj, *args, **kwargs)
+        if getattr(self._tls, "depth", 0):
+            if launch_level:
+                self._note_launch(obj, args, kwargs)
+            return orig(obj, *args, **kwargs)
+        return self._outer(obj, "triton", lambda: orig(obj, *args, **kwargs), args, kwargs, launch_level)
+
+    def helion_call(self, obj: Any, orig: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """``helion.Kernel.__call__``."""
+        import torch
+
+        if getattr(self._tls, "depth", 0) or torch.compiler.is_compiling():
+            return orig(obj, *args, **kwargs)
+        return self._outer(obj, "helion", lambda: orig(obj, *args, **kwargs), args, kwargs, False)
+
+    # -- one outermost call ------------------------------------------------------------------------------------
+    def _outer(self, obj: Any, kind: str, call: Callable[[], Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+               launch_level: bool) -> Any:
+        tls = self._tls
+        tls.depth = 1
+        try:
+            plan = None
+            try:
+                plan = self._plan(obj, kind, args, kwargs)
+            except Exception as exc:  # noqa: BLE001 - the recorder's failure must not reach the program
+                self._fail(obj, kind, exc)
+            if plan is None:
+                return call()
+            record, sig, first, cuda = plan
+            if first is not None:
+                tls.frame = first
+                if launch_level:
+                    self._note_launch(obj, args, kwargs)
+            start = self._start(cuda)
+            try:
+                result = call()
+            except BaseException:
+                if first is not None:
+                    with self._lock:  # the next call of this signature is its first successful one
+                        record.signatures = {k: v for k, v in record.signatures.items() if v is not sig}
+                raise
+            finally:
+                tls.frame = None
+            self._stop(sig, start, cuda)
+            if first is not None:
+                try:
+                    self._finish_first(first, result, args, kwargs)
+                except Exception as exc:  # noqa: BLE001
+                    self._fail(obj, kind, exc)
+            return result
+        finally:
+            tls.depth = 0
+
+    def _record(self, obj: Any, kind: str) -> KernelRecord:
+        record = self._kernels.get(id(obj))
+        if record is None:
+            with self._lock:
+                record = self._kernels.get(id(obj))
+                if record is None:
+                    info = triton_info(obj, self.program_dirs) if kind == "triton" else \
+                        helion_info(obj, self.program_dirs)
+                    record = KernelRecord(len(self._kernels), info, problem=info.problem)
+                    self._kernels[id(obj)] = record
+        return record
+
+    def _plan(self, obj: Any, kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        import torch
+
+        record = self._record(obj, kind)
+        cuda = _on_cuda(args)
+        if cuda and torch.cuda.is_current_stream_capturing():
+            with self._lock:
+                record.graph_calls += 1
+            return None
+        key = (tuple(leaf_key(a) for a in args),
+               tuple((k, leaf_key(v)) for k, v in kwargs.items() if k not in _NOT_ARGS))
+        first = None
+        with self._lock:
+            sig = record.signatures.get(key)
+            if sig is None:
+                if len(record.signatures) >= MAX_SIGNATURES:
+                    sig = record.other
+                else:
+                    sig = record.signatures[key] = Signature()
+                    if record.problem is None:
+                        first = sig
+        record.timing.add("cuda_events" if cuda else "wall")
+        begun = None
+        if first is not None:
+            try:
+                begun = self._begin_first(record, sig, args, kwargs)
+            except Exception as exc:  # noqa: BLE001 - an argument it cannot describe: still counted and timed
+                self._fail(obj, kind, exc)
+        return record, sig, begun, cuda
+
+    # -- timing ------------------------------------------------------------------------------------------------
+    def _start(self, cuda: bool) -> Any:
+        if cuda:
+            import torch
+
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            return event
+        return time.perf_counter()
+
+    def _stop(self, sig: Signature, start: Any, cuda: bool) -> None:
+        if not cuda:
+            elapsed = (time.perf_counter() - start) * 1e3
+            with self._lock:
+                sig.calls += 1
+                sig.time_ms += elapsed
+            return
+        import torch
+
+        end = torch.cuda.Event(enable_timing=True)
+        end.record()
+        with self._lock:
+            sig.calls += 1
+            self._pending.append((sig, start, end))
+            if len(self._pending) >= DRAIN_AT:
+                self._drain(block=False)
+
+    def _drain(self, *, block: bool) -> None:
+        while self._pending:
+            sig, start, end = self._pending[0]
+            if not block and not end.query():
+                return
+            self._pending.popleft()
+            if block:
+                end.synchronize()
+            sig.time_ms += start.elapsed_time(end)
+
+    # -- the first call of a signature --------------------------------------------------------------------------
+    def _begin_first(self, record: KernelRecord, sig: Signature, args: tuple[Any, ...],
+                     kwargs: dict[str, Any]) -> _FirstCall:
+        info = record.info
+        if info.kind == "triton":
+            named, config, extra = self._triton_split(info, args, kwargs)
+            if extra:
+                raise Undescribable(f"passes {', '.join(f'{k}={v!r}' for k, v in extra.items())}, which a campaign "
+                                    "cannot set (only num_warps, num_stages, num_ctas, maxnreg)")
+            for name, value in named.items():
+                _check_leaf(value, f"argument '{name}'")
+            leaves = list(named.values())
+            first = _FirstCall(record, sig, leaves, None, config_keys=info.tuned | frozenset(config),
+                               doc={"names": list(named), "config": config})
+        else:
+            from torch.utils import _pytree as pytree
+
+            normalized = info.obj.normalize_args(*args, **kwargs)
+            leaves, tree = [], []
+            for position, arg in enumerate(normalized):
+                flat, spec = pytree.tree_flatten(arg)
+                for value in flat:
+                    _check_leaf(value, f"argument {position} ({info.params[position]})" if position < len(
+                        info.params) else f"argument {position}")
+                simple = len(flat) == 1 and flat[0] is arg
+                tree.append((None if simple else pytree.treespec_dumps(spec), len(flat)))
+                leaves.extend(flat)
+            first = _FirstCall(record, sig, leaves, None, tree=tree, doc={"normalized": normalized})
+        first.clones = _clones(leaves)
+        return first
+
+    def _triton_split(self, info: KernelInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[
+            dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """(arguments by parameter name, the caller's config: constexprs and launch options, unsupported kwargs)."""
+        bound = _bind(info, args, kwargs)
+        named: dict[str, Any] = {}
+        config: dict[str, Any] = {}
+        for name in info.params:
+            if name in info.tuned or name not in bound:
+                continue
+            value = bound[name]
+            if name in info.constexprs and info.autotuner is None and (value is None or type(value) in
+                                                                       (bool, int, float, str)):
+                config[name] = value
+            else:
+                named[name] = value
+        extra = {}
+        for key, value in kwargs.items():
+            if key in _NOT_ARGS or key in info.params:
+                continue
+            if key in LAUNCH_OPTIONS and info.autotuner is None:
+                config[key] = value
+            else:
+                extra[key] = value
+        return named, config, extra
+
+    def _note_launch(self, jit: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """The grid of one Triton launch inside a first call, by the config it launched with (the autotuner's
+        benchmarking launches each config it tries: the campaign then has a grid for each)."""
+        frame = getattr(self._tls, "frame", None)
+        if frame is None or frame.record.info.kind != "triton":
+            return
+        try:
+            grid = kwargs.get("grid")
+            if callable(grid):
+                info = frame.record.info
+                grid = grid(_bind(info, args, kwargs))
+            grid = [int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,))]
+            config = {k: v for k, v in kwargs.items() if k in LAUNCH_OPTIONS or k in frame.config_keys}
+            frame.launches[json.dumps(config, sort_keys=True, default=repr)] = (config, grid)
+        except Exception:  # noqa: BLE001 - a grid we cannot evaluate is left out; the campaign says so if needed
+            return
+
+    def _finish_first(self, first: _FirstCall, result: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        record, info = first.record, first.record.info
+        leaves = describe(first.leaves)
+        _mark_written(leaves, first.leaves, first.clones)
+        doc: dict[str, Any]
+        if info.kind == "triton":
+            names = first.doc["names"]
+            config = dict(first.doc["config"])
+            if info.autotuner is not None:
+                config = config_dict(info.autotuner.best_config)
+            doc = {"args": dict(zip(names, leaves, strict=True)), "config": _json_safe(config, "config"),
+                   "launches": [{"config": c, "grid": g} for c, g in first.launches.values()]}
+        else:
+            doc = {"args": _regroup(leaves, first.tree), "config": _helion_config(info.obj, first.doc["normalized"]),
+                   "returned": _returned(result, first.leaves)}
+        doc["id"] = signature_id(doc)
+        if self._wants_values(info) and self.values_dir is not None and first.clones is not None:
+            import torch
+
+            folder = self.values_dir / f"k{record.index}"
+            folder.mkdir(parents=True, exist_ok=True)
+            torch.save([c.cpu() if c is not None else None for c in first.clones], folder / f"{doc['id']}.pt")
+            doc["values"] = f"values/k{record.index}/{doc['id']}.pt"
+        with self._lock:
+            first.signature.doc = doc
+
+    def _wants_values(self, info: KernelInfo) -> bool:
+        return self.values is True or (not isinstance(self.values, bool) and info.name in self.values)
+
+    def _fail(self, obj: Any, kind: str, exc: Exception) -> None:
+        try:
+            record = self._record(obj, kind)
+        except Exception:  # noqa: BLE001 - nothing to attach the reason to
+            return
+        what = str(exc) if isinstance(exc, Undescribable) else \
+            f"the capture could not describe a call ({type(exc).__name__}: {exc})"
+        with self._lock:
+            if record.problem is None:
+                record.problem = " ".join(what.split())[:300]
+
+    # -- the result --------------------------------------------------------------------------------------------
+    def document(self) -> dict[str, Any]:
+        """Everything recorded, as JSON-able data (GPU times synchronized once, here)."""
+        with self._lock:
+            try:
+                if self._pending:
+                    self._drain(block=True)
+            except Exception as exc:  # noqa: BLE001 - a faulted CUDA context: report what was read
+                self._timing_problem = f"GPU times incomplete ({type(exc).__name__}: {exc})"
+                self._pending.clear()
+            kernels = [self._kernel_doc(r) for r in self._kernels.values()]
+        timing = sorted({t for r in self._kernels.values() for t in r.timing})
+        return {"format": FORMAT, "started": self.started, "duration_s": time.time() - self.started,
+                "timing": timing[0] if len(timing) == 1 else ("mixed" if timing else "none"),
+                "timing_problem": self._timing_problem, "versions": _versions(), "kernels": kernels}
+
+    def save(self, out: Path, program: dict[str, Any], status: Any) -> Path:
+        """Write :meth:`document` with the program's command line and exit status as ``out/capture.json``
+        (atomically: a half-written record is never read)."""
+        doc = self.document()
+        code = status if isinstance(status, int) else (0 if status is None else 1)
+        doc["program"] = {**program, "exit_code": code}
+        try:
+            import torch
+
+            if torch.cuda.is_available() and torch.cuda.is_initialized():
+                doc["gpu"] = torch.cuda.get_device_name()
+        except Exception:  # noqa: BLE001 - no GPU name is no reason to lose the record
+            pass
+        out.mkdir(parents=True, exist_ok=True)
+        tmp = out / f".{RECORD}.tmp"
+        tmp.write_text(json.dumps(doc, indent=1, default=repr), encoding="utf-8")
+        return tmp.replace(out / RECORD)
+
+    def _kernel_doc(self, record: KernelRecord) -> dict[str, Any]:
+        info = record.info
+        sigs = [s for s in record.signatures.values() if s.calls]
+        described = sorted((s for s in sigs if s.doc is not None), key=lambda s: -s.time_ms)
+        problem = record.problem
+        if problem is None and sigs and not described:
+            problem = "no call of it finished being described"
+        undescribed = [s for s in sigs if s.doc is None] + ([record.other] if record.other.calls else [])
+        return {
+            "index": record.index, "name": info.name, "kind": info.kind, "layers": list(info.layers),
+            "source": info.source, "problem": problem,
+            "calls": sum(s.calls for s in sigs) + record.other.calls, "graph_calls": record.graph_calls,
+            "time_ms": sum(s.time_ms for s in sigs) + record.other.time_ms,
+            "timing": sorted(record.timing),
+            "signatures": [{**s.doc, "calls": s.calls, "time_ms": s.time_ms} for s in described],
+            "undescribed": {"signatures": len(undescribed), "calls": sum(s.calls for s in undescribed),
+                            "time_ms": sum(s.time_ms for s in undescribed)},
+        }
+
+
+def signature_id(doc: dict[str, Any]) -> str:
+    """A short stable id of a signature: a hash of its arguments' layouts and values and its config."""
+    def strip(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if k not in ("written", "range", "device")}
+        if isinstance(x, list):
+            return [strip(v) for v in x]
+        return x
+
+    text = json.dumps(strip({"args": doc["args"], "config": doc.get("config")}), sort_keys=True, default=repr)
+    return hashlib.sha1(text.encode()).hexdigest()[:10]
+
+
+def _on_cuda(args: tuple[Any, ...]) -> bool:
+    import torch
+
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            return a.is_cuda
+    for a in args:
+        if isinstance(a, (tuple, list)):
+            return _on_cuda(tuple(a))
+    return False
+
+
+def _bind(info: KernelInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Parameter name -> value as the call gave them, defaults filled (Triton's own ``bound_args``)."""
+    given = {k: v for k, v in kwargs.items() if k in info.params}
+    bound = inspect.signature(info.fn).bind_partial(*args, **given).arguments
+    return {**{k: v for k, v in info.defaults.items() if k not in bound}, **dict(bound)}
+
+
+def _check_leaf(value: Any, where: str) -> None:
+    """Raise :class:`Undescribable` naming ``where`` for a leaf that is neither a tensor nor a plain value."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        if value.layout != torch.strided:
+            raise Undescribable(f"{where} is a {value.layout} tensor (only strided tensors are rebuilt)")
+        return
+    try:
+        describe_scalar(value)
+    except Undescribable as exc:
+        raise Undescribable(f"{where} is {exc}") from None
+
+
+def _clones(leaves: list[Any]) -> list[Any] | None:
+    """A copy of every tensor argument before the call (None where a leaf is no tensor); None if the copies do
+    not fit in memory (then which arguments the call wrote is not known)."""
+    import torch
+
+    try:
+        return [x.detach().clone() if isinstance(x, torch.Tensor) else None for x in leaves]
+    except RuntimeError:  # out of memory: the program's own allocations come first
+        return None
+
+
+def _mark_written(described: list[dict[str, Any]], live: list[Any], clones: list[Any] | None) -> None:
+    """``written: true`` on each tensor the call changed (NaNs compare equal to NaNs), ``range`` of each
+    integer tensor as the call saw it."""
+    import torch
+
+    for leaf, now, before in zip(described, live, clones or [None] * len(live), strict=True):
+        if "tensor" not in leaf or before is None:
+            continue
+        same = torch.equal(now, before)
+        if not same and (now.dtype.is_floating_point or now.dtype.is_complex):
+            same = bool(((now == before) | (now.isnan() & before.isnan())).all())
+        leaf["tensor"]["written"] = not same
+        if not (before.dtype.is_floating_point or before.dtype.is_complex) and before.numel():
+            leaf["tensor"]["range"] = [int(before.min()), int(before.max())]
+
+
+def _regroup(leaves: list[dict[str, Any]], tree: list[tuple[Any, int]]) -> list[dict[str, Any]]:
+    """Helion's positional arguments: a leaf each, or ``{"tree": treespec, "leaves": [...]}`` for a list,
+    tuple or dict argument."""
+    out, i = [], 0
+    for spec, count in tree:
+        chunk = leaves[i:i + count]
+        out.append(chunk[0] if spec is None else {"tree": spec, "leaves": chunk})
+        i += count
+    return out
+
+
+def _returned(result: Any, inputs: list[Any]) -> list[dict[str, Any]]:
+    """What a Helion kernel returned: each tensor's layout, and which argument it is if it is one."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    out = []
+    for value in pytree.tree_leaves(result):
+        if isinstance(value, torch.Tensor):
+            same = next((i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x is value), None)
+            out.append({"shape": list(value.shape), "dtype": str(value.dtype).removeprefix("torch."),
+                        "stride": list(value.stride()), "argument": same})
+    return out
+
+
+def _helion_config(kernel: Any, args: tuple[Any, ...]) -> dict[str, Any] | None:
+    """The config Helion's bound kernel ran with (its autotuner's pick, the AOT heuristic's, the decorator's,
+    or its default); None where the bound kernel holds none."""
+    config = getattr(kernel.bind(tuple(args)), "_config", None)
+    if config is None:
+        return None
+    found = {k: v for k, v in dict(config).items() if k != "advanced_controls_file"}
+    return _json_safe(found, "Helion config")
+
+
+def _json_safe(value: dict[str, Any], what: str) -> dict[str, Any]:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        raise Undescribable(f"a {what} that is not plain data ({value!r})") from None
+    return value
+
+
+def _versions() -> dict[str, str]:
+    import platform
+    import sys
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for name in ("torch", "triton", "helion"):
+        if name in sys.modules or name == "torch":
+            try:
+                out[name] = version(name)
+            except PackageNotFoundError:
+                pass
+    return out
