@@ -57,7 +57,7 @@ class KernelSpec(_Strict):
     @model_validator(mode="after")
     def _one_input_source(self) -> KernelSpec:
         if self.inputs is not None and self.captured is not None:
-            raise ValueError("captured: give either inputs or captured, not both")
+            raise ValueError("give either inputs or captured, not both")
         return self
 
     @field_validator("space")

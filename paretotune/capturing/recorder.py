@@ -74,6 +74,9 @@ class Recorder:
 
     def __init__(self, *, values: bool | Iterable[str] = False, values_dir: Path | None = None,
                  program_dirs: Iterable[str] = ()) -> None:
+        """``values``: save first-call tensors (all kernels, or those named) under ``values_dir/values/``;
+        ``program_dirs``: the program's folder and working directory (modules from there are not importable
+        by a campaign, which names their files instead)."""
         self.values = values if isinstance(values, bool) else frozenset(values)
         self.values_dir = values_dir
         self.program_dirs = tuple(program_dirs)
@@ -314,7 +317,7 @@ class Recorder:
         if self._wants_values(info) and self.values_dir is not None and first.clones is not None:
             import torch
 
-            folder = self.values_dir / f"k{record.index}"
+            folder = self.values_dir / "values" / f"k{record.index}"
             folder.mkdir(parents=True, exist_ok=True)
             torch.save([c.cpu() if c is not None else None for c in first.clones], folder / f"{doc['id']}.pt")
             doc["values"] = f"values/k{record.index}/{doc['id']}.pt"
@@ -379,6 +382,7 @@ class Recorder:
         undescribed = [s for s in sigs if s.doc is None] + ([record.other] if record.other.calls else [])
         return {
             "index": record.index, "name": info.name, "kind": info.kind, "layers": list(info.layers),
+            "params": list(info.params),
             "source": info.source, "problem": problem,
             "calls": sum(s.calls for s in sigs) + record.other.calls, "graph_calls": record.graph_calls,
             "time_ms": sum(s.time_ms for s in sigs) + record.other.time_ms,

@@ -62,6 +62,7 @@ class Row:
     share: float  # of all captured kernels' time
     campaign: str | None  # file name in the capture folder
     shapes: int = 0  # signatures the campaign covers
+    writes: str = ""  # the arguments its calls changed, and "returns" for a kernel that returned tensors
     skipped: str | None = None  # why there is no campaign
 
 
@@ -78,6 +79,7 @@ def write_campaigns(doc: dict[str, Any], out: Path, options: CampaignOptions) ->
         row = Row(rank, stem, kernel["kind"], source or where,
                   len(kernel["signatures"]) + kernel["undescribed"]["signatures"], kernel["calls"],
                   kernel["time_ms"], kernel["time_ms"] / total, None)
+        row.writes = writes(kernel)
         row.skipped = kernel["problem"] or (None if kernel["signatures"] else "no call of it was described")
         if row.skipped is None and source is None:
             row.skipped = "no importable name"
@@ -85,6 +87,24 @@ def write_campaigns(doc: dict[str, Any], out: Path, options: CampaignOptions) ->
             row.campaign, row.shapes = _write_one(kernel, stem, source, out, options)
         rows.append(row)
     return rows
+
+
+def writes(kernel: dict[str, Any]) -> str:
+    """What the kernel's described calls wrote: the arguments whose contents changed (by name), then
+    ``returns`` if a call returned tensors."""
+    names: list[str] = []
+    params = kernel.get("params", [])
+    for sig in kernel["signatures"]:
+        args = sig["args"]
+        items = list(args.items()) if isinstance(args, dict) else [
+            (params[i] if i < len(params) else str(i), a) for i, a in enumerate(args)]
+        for name, arg in items:
+            leaves = arg["leaves"] if "leaves" in arg else [arg]
+            if any(leaf.get("tensor", {}).get("written") for leaf in leaves) and name not in names:
+                names.append(name)
+    if any(sig.get("returned") for sig in kernel["signatures"]):
+        names.append("returns")
+    return ",".join(names) or "-"
 
 
 def source_string(source: dict[str, Any], out: Path) -> str | None:
@@ -174,9 +194,9 @@ def summary_text(doc: dict[str, Any], rows: list[Row], out: Path) -> str:
              f"(exit code {doc.get('program', {}).get('exit_code')}); {what}"]
     if doc.get("timing_problem"):
         lines.append(f"note: {doc['timing_problem']}")
-    header = ["rank", "kernel", "kind", "signatures", "calls", f"total {unit}", "share", "campaign"]
+    header = ["rank", "kernel", "kind", "signatures", "calls", f"total {unit}", "share", "writes", "campaign"]
     table = [[str(r.rank), r.kernel, r.kind, str(r.signatures), str(r.calls), f"{r.time_ms:.3f}",
-              f"{100 * r.share:.1f}%", r.campaign or "-"] for r in rows]
+              f"{100 * r.share:.1f}%", r.writes, r.campaign or "-"] for r in rows]
     widths = [max(len(x) for x in col) for col in zip(header, *table, strict=True)]
     for line in [header, *table]:
         lines.append("  ".join(x.ljust(w) for x, w in zip(line, widths, strict=True)).rstrip())

@@ -19,6 +19,12 @@ def square(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, x * x, mask=offs < n)
 
 
+@triton.jit
+def negate(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, -tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
 def main() -> int:
     torch.manual_seed(0)
     x, y = torch.randn(4096), torch.randn(4096)
@@ -37,6 +43,9 @@ def main() -> int:
     out = torch.empty(2048)
     square[(8,)](x[:2048], out, 2048, BLOCK=256)
     sums.append(float(out.sum()))
+    w = torch.randn(300)
+    negate[(3,)](w, 300, BLOCK=128, enable_fp_fusion=False)  # a launch option no campaign can set: listed, skipped
+    sums.append(float(w.sum()))
     print("checksums", " ".join(f"{s:.6f}" for s in sums))
     return int(sys.argv[1]) if len(sys.argv) > 1 else 0
 

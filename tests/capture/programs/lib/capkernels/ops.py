@@ -15,7 +15,8 @@ def _one_block_per_row(configs, named_args, **kwargs):
     return [c for c in configs if c.kwargs["BLOCK"] >= named_args["n_cols"]][:1]  # no benchmarking needed
 
 
-@triton.autotune(configs=[triton.Config({"BLOCK": b}, num_warps=w, num_stages=1) for b in (64, 128, 256) for w in (2, 4)],
+@triton.autotune(configs=[triton.Config({"BLOCK": b}, num_warps=w, num_stages=1)
+                          for b in (64, 128, 256) for w in (2, 4)],
                  key=["n_cols"], prune_configs_by={"early_config_prune": _one_block_per_row})
 @triton.jit
 def row_rms_norm(x_ptr, w_ptr, out_ptr, row_stride, n_cols, eps, BLOCK: tl.constexpr):
