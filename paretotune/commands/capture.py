@@ -48,10 +48,7 @@ def main(args: argparse.Namespace) -> int:
     created = prepare_out(args.out)
     command = [sys.executable, *flags, "-m", "paretotune.capturing.run_program", "--out", str(args.out), *values,
                "--", *program]
-    try:
-        code = subprocess.call(command)
-    except KeyboardInterrupt:  # the program got the same Ctrl-C; it saved what it had if it could
-        code = 130
+    code = _wait(subprocess.Popen(command))
     if not (args.out / RECORD).is_file():
         if created:
             shutil.rmtree(args.out, ignore_errors=True)
@@ -61,6 +58,19 @@ def main(args: argparse.Namespace) -> int:
     _, text = finish(args.out, options, check=not args.no_check)
     print(text, end="")
     return code
+
+
+def _wait(proc: subprocess.Popen[bytes]) -> int:
+    """The program's exit status. A Ctrl-C reaches the program too, which then saves its record: this waits for
+    that (a second Ctrl-C kills it)."""
+    interrupts = 0
+    while True:
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:
+            interrupts += 1
+            if interrupts > 1:
+                proc.kill()
 
 
 def program_command(words: list[str]) -> tuple[list[str], list[str]]:
@@ -123,7 +133,11 @@ def finish(out: Path, options: Any, *, check: bool = True) -> tuple[list[Any], s
     rows = write_campaigns(doc, out, options)
     if check:
         files = {row.rank: (out / row.campaign).resolve() for row in rows if row.campaign}
-        problems = check_in_child(list(files.values()))
+        try:
+            problems = check_in_child(list(files.values()))
+        except KeyboardInterrupt:  # the summary is still written; the campaigns are left unchecked
+            print("paretotune: capture: interrupted: the campaigns were not checked", file=sys.stderr)
+            problems = {}
         for row in rows:
             problem = problems.get(str(files.get(row.rank)))
             if problem:
