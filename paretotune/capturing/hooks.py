@@ -2,9 +2,10 @@
 
 ``run`` of ``JITFunction`` (what ``kernel[grid](...)`` calls), of the interpreter's ``InterpretedFunction``
 (``TRITON_INTERPRET=1``), of ``Autotuner`` and ``Heuristics``, and ``helion.Kernel.__call__`` hand each call
-to the active :class:`~paretotune.capturing.recorder.Recorder`. A module not imported yet is patched right
-after its import (a finder on ``sys.meta_path``), so a capture neither imports Triton or Helion itself nor
-changes when the program does.
+to the active :class:`~paretotune.capturing.recorder.Recorder`; Triton's ``launch_enter_hook`` and
+``launch_exit_hook`` chains get its hooks, which time each launch with CUDA events. A module not imported yet
+is patched right after its import (a finder on ``sys.meta_path``), so a capture neither imports Triton or
+Helion itself nor changes when the program does.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from paretotune.capturing.recorder import Recorder
 
 _active: Recorder | None = None
 _saved: list[tuple[type, str, Any]] = []  # (class, attribute, original) of every patch in place
+_chains: list[tuple[Any, Any]] = []  # (Triton hook chain, the recorder's hook in it)
 _lock = threading.Lock()
 
 
@@ -68,8 +70,22 @@ def _helion(module: ModuleType) -> None:
     _patch_helion_call(module.Kernel)
 
 
+def _knobs(module: ModuleType) -> None:
+    """The recorder's launch hooks in Triton's hook chains (beside any the program added itself)."""
+    runtime = getattr(module, "runtime", None)
+    recorder = _active
+    if recorder is None:
+        return
+    for name, hook in (("launch_enter_hook", recorder.launch_enter), ("launch_exit_hook", recorder.launch_exit)):
+        chain = getattr(runtime, name, None)
+        if chain is not None and hasattr(chain, "add") and hasattr(chain, "remove"):
+            chain.add(hook)
+            _chains.append((chain, hook))
+
+
 # module -> what to patch in it once it is imported
 TARGETS: dict[str, Callable[[ModuleType], None]] = {
+    "triton.knobs": _knobs,
     "triton.runtime.jit": _jit,
     "triton.runtime.interpreter": _interpreter,
     "triton.runtime.autotuner": _autotuner,
@@ -148,3 +164,6 @@ def uninstall() -> None:
         while _saved:
             cls, attr, original = _saved.pop()
             setattr(cls, attr, original)
+        while _chains:
+            chain, hook = _chains.pop()
+            chain.remove(hook)

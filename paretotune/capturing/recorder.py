@@ -4,9 +4,11 @@ the arguments' metadata, which arguments the call wrote, the config it ran with 
 Only the outermost kernel call is recorded: launches inside an ``@triton.autotune``'s benchmarking, inside
 ``@triton.heuristics`` or inside a Helion kernel's generated host code belong to the call that made them (a
 thread-local depth). The cost every call pays is a signature key (tensor dtype, shape, strides, device,
-alignment; scalars by value) and two CUDA events, read lazily, never synchronizing; on the CPU (the Triton
-interpreter) wall time instead. The first call of each signature also clones its tensor arguments to see which
-ones the call changed (written) and, for ``--values``, saves them; that call synchronizes. A failure of the
+alignment; scalars by value) and two CUDA events around each of its launches (Triton's launch hooks: compiling
+and Python's launch overhead are not GPU time), read lazily, never synchronizing; on the CPU (the Triton
+interpreter) wall time around the call instead. The first call of each signature also clones its tensor
+arguments to see which ones the call changed (written) and, for ``--values``, saves them; that call
+synchronizes. A failure of the
 recorder's own code marks the kernel with the reason and never reaches the program; a call the kernel itself
 fails is re-raised untouched and not recorded.
 """
@@ -51,6 +53,7 @@ class KernelRecord:
     signatures: dict[Any, Signature] = field(default_factory=dict)
     other: Signature = field(default_factory=Signature)  # signatures past MAX_SIGNATURES
     graph_calls: int = 0  # calls made while a CUDA graph was being captured (not timed, not described)
+    untimed_calls: int = 0  # calls on CUDA tensors whose launches Triton's launch hooks did not report
     problem: str | None = None
     timing: set[str] = field(default_factory=set)
 
@@ -126,7 +129,9 @@ class Recorder:
                 tls.frame = first
                 if launch_level:
                     self._note_launch(obj, args, kwargs)
-            start = self._start(cuda)
+            launches: list[list[Any]] | None = [] if cuda else None
+            tls.launches = launches
+            start = time.perf_counter()
             try:
                 result = call()
             except BaseException:
@@ -135,8 +140,8 @@ class Recorder:
                         record.signatures = {k: v for k, v in record.signatures.items() if v is not sig}
                 raise
             finally:
-                tls.frame = None
-            self._stop(sig, start, cuda)
+                tls.frame = tls.launches = None
+            self._stop(record, sig, start, launches, first is not None)
             if first is not None:
                 try:
                     self._finish_first(first, result, args, kwargs)
@@ -189,29 +194,54 @@ class Recorder:
         return record, sig, begun, cuda
 
     # -- timing ------------------------------------------------------------------------------------------------
-    def _start(self, cuda: bool) -> Any:
-        if cuda:
+    def launch_enter(self, *args: Any, **kwargs: Any) -> None:
+        """Triton's ``launch_enter_hook``: a CUDA event right before each launch of a recorded call (so neither
+        the JIT's compile nor the autotuner's choice nor Python's launch overhead is counted as GPU time)."""
+        launches = getattr(self._tls, "launches", None)
+        if launches is None:
+            return
+        try:
             import torch
 
             event = torch.cuda.Event(enable_timing=True)
             event.record()
-            return event
-        return time.perf_counter()
+            launches.append([event, None])
+        except Exception:  # noqa: BLE001 - never fail a launch; that call goes untimed
+            return
 
-    def _stop(self, sig: Signature, start: Any, cuda: bool) -> None:
-        if not cuda:
+    def launch_exit(self, *args: Any, **kwargs: Any) -> None:
+        """Triton's ``launch_exit_hook``: the event right after the launch."""
+        launches = getattr(self._tls, "launches", None)
+        if not launches or launches[-1][1] is not None:
+            return
+        try:
+            import torch
+
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            launches[-1][1] = event
+        except Exception:  # noqa: BLE001
+            return
+
+    def _stop(self, record: KernelRecord, sig: Signature, start: float, launches: list[list[Any]] | None,
+              first: bool) -> None:
+        """Count the call and its time: wall time on the CPU, else the GPU time of its launches. On the first call
+        of an autotuned or Helion kernel only the last launch is the call's own (the ones before benchmarked
+        configs)."""
+        if launches is None:
             elapsed = (time.perf_counter() - start) * 1e3
             with self._lock:
                 sig.calls += 1
                 sig.time_ms += elapsed
             return
-        import torch
-
-        end = torch.cuda.Event(enable_timing=True)
-        end.record()
+        pairs = [(a, b) for a, b in launches if b is not None]
+        if first and pairs and ("autotune" in record.info.layers or record.info.kind == "helion"):
+            pairs = pairs[-1:]
         with self._lock:
             sig.calls += 1
-            self._pending.append((sig, start, end))
+            if not pairs:
+                record.untimed_calls += 1
+            self._pending.extend((sig, a, b) for a, b in pairs)
             if len(self._pending) >= DRAIN_AT:
                 self._drain(block=False)
 
@@ -385,6 +415,7 @@ class Recorder:
             "params": list(info.params),
             "source": info.source, "problem": problem,
             "calls": sum(s.calls for s in sigs) + record.other.calls, "graph_calls": record.graph_calls,
+            "untimed_calls": record.untimed_calls,
             "time_ms": sum(s.time_ms for s in sigs) + record.other.time_ms,
             "timing": sorted(record.timing),
             "signatures": [{**s.doc, "calls": s.calls, "time_ms": s.time_ms} for s in described],

@@ -187,7 +187,7 @@ def summary_text(doc: dict[str, Any], rows: list[Row], out: Path) -> str:
     timing = doc.get("timing")
     unit = "GPU ms" if timing == "cuda_events" else "ms"
     program = " ".join(doc.get("program", {}).get("argv", []))
-    what = {"cuda_events": "GPU time from CUDA events around each call",
+    what = {"cuda_events": "GPU time from CUDA events around each launch",
             "wall": "wall time around each call (no GPU: on the CPU, e.g. the Triton interpreter)",
             "mixed": "GPU time for calls on CUDA tensors, wall time for the others"}.get(timing, "no calls timed")
     lines = [f"captured {len(rows)} kernel(s), {sum(r.calls for r in rows)} call(s) of `{program}` "
