@@ -85,7 +85,9 @@ class Recorder:
         self.program_dirs = tuple(program_dirs)
         self.pid = os.getpid()
         self.started = time.time()
-        self._kernels: dict[int, KernelRecord] = {}
+        self._kernels: dict[int, KernelRecord] = {}  # id of the kernel object -> its record
+        self._locals: dict[Any, KernelRecord] = {}  # code object -> the record of kernels made inside a function
+        self._records: list[KernelRecord] = []
         self._lock = threading.RLock()
         self._tls = threading.local()
         self._pending: deque[tuple[Signature, Any, Any]] = deque()
@@ -152,15 +154,26 @@ class Recorder:
             tls.depth = 0
 
     def _record(self, obj: Any, kind: str) -> KernelRecord:
+        """The kernel's record, made on its first call. Kernel objects made inside a function (a new one per call
+        of it) share one record per code object: a loop must not grow one row per iteration."""
         record = self._kernels.get(id(obj))
-        if record is None:
-            with self._lock:
-                record = self._kernels.get(id(obj))
-                if record is None:
-                    info = triton_info(obj, self.program_dirs) if kind == "triton" else \
-                        helion_info(obj, self.program_dirs)
-                    record = KernelRecord(len(self._kernels), info, problem=info.problem)
-                    self._kernels[id(obj)] = record
+        if record is not None:
+            return record
+        fn = obj
+        while hasattr(fn, "fn") and not hasattr(fn, "__code__"):
+            fn = fn.fn
+        code = getattr(fn, "__code__", None)
+        local = code is not None and "<locals>" in getattr(fn, "__qualname__", "")
+        with self._lock:
+            record = self._locals.get(code) if local else self._kernels.get(id(obj))
+            if record is None:
+                info = triton_info(obj, self.program_dirs) if kind == "triton" else helion_info(obj, self.program_dirs)
+                record = KernelRecord(len(self._records), info, problem=info.problem)
+                self._records.append(record)
+                if local:
+                    self._locals[code] = record
+                else:
+                    self._kernels[id(obj)] = record  # the record keeps obj alive: its id is never reused
         return record
 
     def _plan(self, obj: Any, kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -378,8 +391,8 @@ class Recorder:
             except Exception as exc:  # noqa: BLE001 - a faulted CUDA context: report what was read
                 self._timing_problem = f"GPU times incomplete ({type(exc).__name__}: {exc})"
                 self._pending.clear()
-            kernels = [self._kernel_doc(r) for r in self._kernels.values()]
-        timing = sorted({t for r in self._kernels.values() for t in r.timing})
+            kernels = [self._kernel_doc(r) for r in self._records]
+        timing = sorted({t for r in self._records for t in r.timing})
         return {"format": FORMAT, "started": self.started, "duration_s": time.time() - self.started,
                 "timing": timing[0] if len(timing) == 1 else ("mixed" if timing else "none"),
                 "timing_problem": self._timing_problem, "versions": _versions(), "kernels": kernels}

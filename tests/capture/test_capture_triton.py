@@ -74,6 +74,7 @@ def test_kernels_are_ranked_by_time_with_calls_and_signatures(captured: dict[str
 def test_kernels_it_cannot_describe_are_listed_with_the_reason(captured: dict[str, Any]) -> None:
     by_name = {r["kernel"]: r for r in captured["summary"]["kernels"]}
     assert by_name["double"]["campaign"] is None and "defined inside a function" in by_name["double"]["skipped"]
+    assert by_name["double"]["calls"] == 2  # two kernel objects made by two calls of the function: one row
     assert by_name["negate"]["campaign"] is None and "enable_fp_fusion=False" in by_name["negate"]["skipped"]
     made = {r["kernel"] for r in captured["summary"]["kernels"] if r["campaign"]}
     assert made == {"scale_add", "row_rms_norm", "relu_", "gather_rows", "square"}
