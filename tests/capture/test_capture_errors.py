@@ -76,3 +76,14 @@ def test_a_missing_or_foreign_calls_file_names_kernel_captured(tmp_path: Path) -
     junk = load_campaign(_campaign(tmp_path, f"{{source: '{source}', captured: calls/junk.json}}"))
     with pytest.raises(UserError, match=r"kernel\.captured: .*junk\.json is not a capture's calls file"):
         make_adapter(junk)
+
+
+def test_the_server_refuses_a_captured_campaign(tmp_path: Path) -> None:
+    """kernel.captured names a file on the server's disk, like acf.files: refused before anything reads it."""
+    from paretotune.service.campaign_check import Invalid, check_server_rules
+    from paretotune.service.config import ServiceConfig
+
+    data = {"kernel": {"source": "m:k", "captured": "/etc/passwd"}, "shapes": [{"captured": "x"}]}
+    with pytest.raises(Invalid, match="kernel.captured: not accepted by the server") as caught:
+        check_server_rules(data, ServiceConfig(workdir=tmp_path))
+    assert caught.value.field == "kernel.captured"
