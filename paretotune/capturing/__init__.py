@@ -6,9 +6,10 @@ kernel is defined, each argument's metadata, the config it ran with and its GPU 
 becomes a campaign whose inputs are rebuilt from that metadata (:mod:`.replay`).
 
 Modules, one job each: :mod:`.metadata` (arguments as JSON, tensors rebuilt from it), :mod:`.kernel_info`
-(what a kernel object is and where it is defined), :mod:`.recorder` (what one call did), :mod:`.hooks` (the
-patches on Triton and Helion while a capture runs), :mod:`.run_program` (the captured program's process),
-:mod:`.writer` (the ranked summary and one campaign per kernel), :mod:`.replay` (a kernel spec from a capture).
+(what a kernel object is and where it is defined), :mod:`.recorder` (calls and their time per signature),
+:mod:`.first_call` (what the first call of a signature did), :mod:`.hooks` (the patches on Triton and Helion
+while a capture runs), :mod:`.run_program` (the captured program's process), :mod:`.writer` (the ranked
+summary and one campaign per kernel), :mod:`.replay` (a kernel spec from a capture).
 
 The package is named ``capturing`` so that ``paretotune.capture`` stays the public context manager.
 """

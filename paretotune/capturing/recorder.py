@@ -8,14 +8,11 @@ alignment; scalars by value) and two CUDA events around each of its launches (Tr
 and Python's launch overhead are not GPU time), read lazily, never synchronizing; on the CPU (the Triton
 interpreter) wall time around the call instead. The first call of each signature also clones its tensor
 arguments to see which ones the call changed (written) and, for ``--values``, saves them; that call
-synchronizes. A failure of the
-recorder's own code marks the kernel with the reason and never reaches the program; a call the kernel itself
-fails is re-raised untouched and not recorded.
+synchronizes (:mod:`.first_call`). A failure of the recorder's own code marks the kernel with the reason and
+never reaches the program; a call the kernel itself fails is re-raised untouched and not recorded.
 """
 from __future__ import annotations
 
-import hashlib
-import inspect
 import json
 import os
 import threading
@@ -26,15 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from paretotune.capturing import first_call
 from paretotune.capturing.kernel_info import KernelInfo, helion_info, triton_info
-from paretotune.capturing.metadata import Undescribable, describe, describe_scalar, leaf_key
-from paretotune.kernels.triton_jit import LAUNCH_OPTIONS, config_dict
+from paretotune.capturing.metadata import Undescribable, leaf_key
 
 FORMAT = "paretotune-capture/1"
 RECORD = "capture.json"  # what a capture folder's record is called
 MAX_SIGNATURES = 64  # per kernel; calls of further signatures are counted together (a seed that changes per call)
 DRAIN_AT = 512  # pending CUDA event pairs before the finished ones are read (never blocking)
-_NOT_ARGS = ("grid", "warmup")
 
 
 @dataclass
@@ -56,20 +52,6 @@ class KernelRecord:
     untimed_calls: int = 0  # calls on CUDA tensors whose launches Triton's launch hooks did not report
     problem: str | None = None
     timing: set[str] = field(default_factory=set)
-
-
-@dataclass
-class _FirstCall:
-    """What the first call of a signature needs between its start and its end."""
-
-    record: KernelRecord
-    signature: Signature
-    leaves: list[Any]
-    clones: list[Any] | None
-    launches: dict[str, tuple[dict[str, Any], list[int]]] = field(default_factory=dict)
-    config_keys: frozenset[str] = frozenset()
-    doc: dict[str, Any] = field(default_factory=dict)
-    tree: list[tuple[Any, int]] = field(default_factory=list)  # helion: (treespec or None, leaf count) per arg
 
 
 class Recorder:
@@ -100,8 +82,9 @@ class Recorder:
         if kwargs.get("warmup"):
             return orig(obj, *args, **kwargs)
         if getattr(self._tls, "depth", 0):
-            if launch_level:
-                self._note_launch(obj, args, kwargs)
+            frame = getattr(self._tls, "frame", None)
+            if launch_level and frame is not None:
+                first_call.note_launch(frame, args, kwargs)
             return orig(obj, *args, **kwargs)
         return self._outer(obj, "triton", lambda: orig(obj, *args, **kwargs), args, kwargs, launch_level)
 
@@ -130,7 +113,7 @@ class Recorder:
             if first is not None:
                 tls.frame = first
                 if launch_level:
-                    self._note_launch(obj, args, kwargs)
+                    first_call.note_launch(first, args, kwargs)
             launches: list[list[Any]] | None = [] if cuda else None
             tls.launches = launches
             start = time.perf_counter()
@@ -146,7 +129,7 @@ class Recorder:
             self._stop(record, sig, start, launches, first is not None)
             if first is not None:
                 try:
-                    self._finish_first(first, result, args, kwargs)
+                    self._finish_first(record, sig, first, result)
                 except Exception as exc:  # noqa: BLE001
                     self._fail(obj, kind, exc)
             return result
@@ -186,7 +169,7 @@ class Recorder:
                 record.graph_calls += 1
             return None
         key = (tuple(leaf_key(a) for a in args),
-               tuple((k, leaf_key(v)) for k, v in kwargs.items() if k not in _NOT_ARGS))
+               tuple((k, leaf_key(v)) for k, v in kwargs.items() if k not in first_call.NOT_ARGS))
         first = None
         with self._lock:
             sig = record.signatures.get(key)
@@ -201,7 +184,7 @@ class Recorder:
         begun = None
         if first is not None:
             try:
-                begun = self._begin_first(record, sig, args, kwargs)
+                begun = first_call.begin(record.info, args, kwargs)
             except Exception as exc:  # noqa: BLE001 - an argument it cannot describe: still counted and timed
                 self._fail(obj, kind, exc)
         return record, sig, begun, cuda
@@ -269,103 +252,17 @@ class Recorder:
             sig.time_ms += start.elapsed_time(end)
 
     # -- the first call of a signature --------------------------------------------------------------------------
-    def _begin_first(self, record: KernelRecord, sig: Signature, args: tuple[Any, ...],
-                     kwargs: dict[str, Any]) -> _FirstCall:
-        info = record.info
-        if info.kind == "triton":
-            named, config, extra = self._triton_split(info, args, kwargs)
-            if extra:
-                raise Undescribable(f"passes {', '.join(f'{k}={v!r}' for k, v in extra.items())}, which a campaign "
-                                    "cannot set (only num_warps, num_stages, num_ctas, maxnreg)")
-            for name, value in named.items():
-                _check_leaf(value, f"argument '{name}'")
-            leaves = list(named.values())
-            first = _FirstCall(record, sig, leaves, None, config_keys=info.tuned | frozenset(config),
-                               doc={"names": list(named), "config": config})
-        else:
-            from torch.utils import _pytree as pytree
-
-            normalized = info.obj.normalize_args(*args, **kwargs)
-            leaves, tree = [], []
-            for position, arg in enumerate(normalized):
-                flat, spec = pytree.tree_flatten(arg)
-                for value in flat:
-                    _check_leaf(value, f"argument {position} ({info.params[position]})" if position < len(
-                        info.params) else f"argument {position}")
-                simple = len(flat) == 1 and flat[0] is arg
-                tree.append((None if simple else pytree.treespec_dumps(spec), len(flat)))
-                leaves.extend(flat)
-            first = _FirstCall(record, sig, leaves, None, tree=tree, doc={"normalized": normalized})
-        first.clones = _clones(leaves)
-        return first
-
-    def _triton_split(self, info: KernelInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[
-            dict[str, Any], dict[str, Any], dict[str, Any]]:
-        """(arguments by parameter name, the caller's config: constexprs and launch options, unsupported kwargs)."""
-        bound = _bind(info, args, kwargs)
-        named: dict[str, Any] = {}
-        config: dict[str, Any] = {}
-        for name in info.params:
-            if name in info.tuned or name not in bound:
-                continue
-            value = bound[name]
-            if name in info.constexprs and info.autotuner is None and (value is None or type(value) in
-                                                                       (bool, int, float, str)):
-                config[name] = value
-            else:
-                named[name] = value
-        extra = {}
-        for key, value in kwargs.items():
-            if key in _NOT_ARGS or key in info.params:
-                continue
-            if key in LAUNCH_OPTIONS and info.autotuner is None:
-                config[key] = value
-            else:
-                extra[key] = value
-        return named, config, extra
-
-    def _note_launch(self, jit: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """The grid of one Triton launch inside a first call, by the config it launched with (the autotuner's
-        benchmarking launches each config it tries: the campaign then has a grid for each)."""
-        frame = getattr(self._tls, "frame", None)
-        if frame is None or frame.record.info.kind != "triton":
-            return
-        try:
-            grid = kwargs.get("grid")
-            if callable(grid):
-                info = frame.record.info
-                grid = grid(_bind(info, args, kwargs))
-            grid = [int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,))]
-            config = {k: v for k, v in kwargs.items() if k in LAUNCH_OPTIONS or k in frame.config_keys}
-            frame.launches[json.dumps(config, sort_keys=True, default=repr)] = (config, grid)
-        except Exception:  # noqa: BLE001 - a grid we cannot evaluate is left out; the campaign says so if needed
-            return
-
-    def _finish_first(self, first: _FirstCall, result: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        record, info = first.record, first.record.info
-        leaves = describe(first.leaves)
-        _mark_written(leaves, first.leaves, first.clones)
-        doc: dict[str, Any]
-        if info.kind == "triton":
-            names = first.doc["names"]
-            config = dict(first.doc["config"])
-            if info.autotuner is not None:
-                config = config_dict(info.autotuner.best_config)
-            doc = {"args": dict(zip(names, leaves, strict=True)), "config": _json_safe(config, "config"),
-                   "launches": [{"config": c, "grid": g} for c, g in first.launches.values()]}
-        else:
-            doc = {"args": _regroup(leaves, first.tree), "config": _helion_config(info.obj, first.doc["normalized"]),
-                   "returned": _returned(result, first.leaves)}
-        doc["id"] = signature_id(doc)
-        if self._wants_values(info) and self.values_dir is not None and first.clones is not None:
+    def _finish_first(self, record: KernelRecord, sig: Signature, frame: first_call.FirstCall, result: Any) -> None:
+        doc = first_call.finish(frame, result)
+        if self._wants_values(record.info) and self.values_dir is not None and frame.clones is not None:
             import torch
 
             folder = self.values_dir / "values" / f"k{record.index}"
             folder.mkdir(parents=True, exist_ok=True)
-            torch.save([c.cpu() if c is not None else None for c in first.clones], folder / f"{doc['id']}.pt")
+            torch.save([c.cpu() if c is not None else None for c in frame.clones], folder / f"{doc['id']}.pt")
             doc["values"] = f"values/k{record.index}/{doc['id']}.pt"
         with self._lock:
-            first.signature.doc = doc
+            sig.doc = doc
 
     def _wants_values(self, info: KernelInfo) -> bool:
         return self.values is True or (not isinstance(self.values, bool) and info.name in self.values)
@@ -437,19 +334,6 @@ class Recorder:
         }
 
 
-def signature_id(doc: dict[str, Any]) -> str:
-    """A short stable id of a signature: a hash of its arguments' layouts and values and its config."""
-    def strip(x: Any) -> Any:
-        if isinstance(x, dict):
-            return {k: strip(v) for k, v in x.items() if k not in ("written", "range", "device")}
-        if isinstance(x, list):
-            return [strip(v) for v in x]
-        return x
-
-    text = json.dumps(strip({"args": doc["args"], "config": doc.get("config")}), sort_keys=True, default=repr)
-    return hashlib.sha1(text.encode()).hexdigest()[:10]
-
-
 def _on_cuda(args: tuple[Any, ...]) -> bool:
     import torch
 
@@ -460,97 +344,6 @@ def _on_cuda(args: tuple[Any, ...]) -> bool:
         if isinstance(a, (tuple, list)):
             return _on_cuda(tuple(a))
     return False
-
-
-def _bind(info: KernelInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Parameter name -> value as the call gave them, defaults filled (Triton's own ``bound_args``)."""
-    given = {k: v for k, v in kwargs.items() if k in info.params}
-    bound = inspect.signature(info.fn).bind_partial(*args, **given).arguments
-    return {**{k: v for k, v in info.defaults.items() if k not in bound}, **dict(bound)}
-
-
-def _check_leaf(value: Any, where: str) -> None:
-    """Raise :class:`Undescribable` naming ``where`` for a leaf that is neither a tensor nor a plain value."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        if value.layout != torch.strided:
-            raise Undescribable(f"{where} is a {value.layout} tensor (only strided tensors are rebuilt)")
-        return
-    try:
-        describe_scalar(value)
-    except Undescribable as exc:
-        raise Undescribable(f"{where} is {exc}") from None
-
-
-def _clones(leaves: list[Any]) -> list[Any] | None:
-    """A copy of every tensor argument before the call (None where a leaf is no tensor); None if the copies do
-    not fit in memory (then which arguments the call wrote is not known)."""
-    import torch
-
-    try:
-        return [x.detach().clone() if isinstance(x, torch.Tensor) else None for x in leaves]
-    except RuntimeError:  # out of memory: the program's own allocations come first
-        return None
-
-
-def _mark_written(described: list[dict[str, Any]], live: list[Any], clones: list[Any] | None) -> None:
-    """``written: true`` on each tensor the call changed (NaNs compare equal to NaNs), ``range`` of each
-    integer tensor as the call saw it."""
-    import torch
-
-    for leaf, now, before in zip(described, live, clones or [None] * len(live), strict=True):
-        if "tensor" not in leaf or before is None:
-            continue
-        same = torch.equal(now, before)
-        if not same and (now.dtype.is_floating_point or now.dtype.is_complex):
-            same = bool(((now == before) | (now.isnan() & before.isnan())).all())
-        leaf["tensor"]["written"] = not same
-        if not (before.dtype.is_floating_point or before.dtype.is_complex) and before.numel():
-            leaf["tensor"]["range"] = [int(before.min()), int(before.max())]
-
-
-def _regroup(leaves: list[dict[str, Any]], tree: list[tuple[Any, int]]) -> list[dict[str, Any]]:
-    """Helion's positional arguments: a leaf each, or ``{"tree": treespec, "leaves": [...]}`` for a list,
-    tuple or dict argument."""
-    out, i = [], 0
-    for spec, count in tree:
-        chunk = leaves[i:i + count]
-        out.append(chunk[0] if spec is None else {"tree": spec, "leaves": chunk})
-        i += count
-    return out
-
-
-def _returned(result: Any, inputs: list[Any]) -> list[dict[str, Any]]:
-    """What a Helion kernel returned: each tensor's layout, and which argument it is if it is one."""
-    import torch
-    from torch.utils import _pytree as pytree
-
-    out = []
-    for value in pytree.tree_leaves(result):
-        if isinstance(value, torch.Tensor):
-            same = next((i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x is value), None)
-            out.append({"shape": list(value.shape), "dtype": str(value.dtype).removeprefix("torch."),
-                        "stride": list(value.stride()), "argument": same})
-    return out
-
-
-def _helion_config(kernel: Any, args: tuple[Any, ...]) -> dict[str, Any] | None:
-    """The config Helion's bound kernel ran with (its autotuner's pick, the AOT heuristic's, the decorator's,
-    or its default); None where the bound kernel holds none."""
-    config = getattr(kernel.bind(tuple(args)), "_config", None)
-    if config is None:
-        return None
-    found = {k: v for k, v in dict(config).items() if k != "advanced_controls_file"}
-    return _json_safe(found, "Helion config")
-
-
-def _json_safe(value: dict[str, Any], what: str) -> dict[str, Any]:
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        raise Undescribable(f"a {what} that is not plain data ({value!r})") from None
-    return value
 
 
 def _versions() -> dict[str, str]:
