@@ -87,3 +87,13 @@ def test_the_server_refuses_a_captured_campaign(tmp_path: Path) -> None:
     with pytest.raises(Invalid, match="kernel.captured: not accepted by the server") as caught:
         check_server_rules(data, ServiceConfig(workdir=tmp_path))
     assert caught.value.field == "kernel.captured"
+
+
+def test_a_program_that_fails_keeps_its_exit_code_and_its_record(tmp_path: Path) -> None:
+    """The program's uncaught exception is its own (exit code 1, its traceback); the capture is still saved."""
+    script = tmp_path / "p.py"
+    script.write_text("import sys\nprint('working', sys.argv[1:])\nraise RuntimeError('boom')\n")
+    assert main(["capture", "--out", str(tmp_path / "cap"), "--", "python", str(script), "a", "b"]) == 1
+    doc = json.loads((tmp_path / "cap" / "capture.json").read_text())
+    assert doc["program"]["exit_code"] == 1 and doc["program"]["argv"] == [str(script), "a", "b"]
+    assert doc["kernels"] == [] and (tmp_path / "cap" / "summary.txt").is_file()
