@@ -55,8 +55,11 @@ def main(args: argparse.Namespace) -> int:
         print(f"paretotune: capture: the program ended (exit code {code}) before its capture was saved; "
               "nothing written", file=sys.stderr)
         return code or 1
-    _, text = finish(args.out, options, check=not args.no_check)
+    rows, text = finish(args.out, options, check=not args.no_check)
     print(text, end="")
+    unknown = sorted(set(values and args.values != "*" and args.values.split(",") or []) - {r.kernel for r in rows})
+    if unknown:
+        print(f"paretotune: capture: --values: no captured kernel is called {', '.join(unknown)}", file=sys.stderr)
     return code
 
 
