@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call's steps: install the bundle, run GPU tests, campaigns and benchmarks, write results to $OUT.
 # Usage on the GPU machine (repository root): bash benchmarks/gpu_session.sh STEP...
-#   steps: env keys tests noise attribution pretuned pretuned_joint pretuned_mo shared occupancy ncu helion fusion ttq ttq_more compile strategies ray
+#   steps: env keys tests noise attribution pretuned pretuned_joint pretuned_mo shared occupancy ncu helion fusion ttq ttq_more compile strategies ray capture
 # Steps use the GPUs in CUDA_VISIBLE_DEVICES; two invocations with different GPUs and OUT folders can run at once.
 set -uo pipefail
 { [ -f /tmp/devenv ] || bash .devbundle/install.sh >/dev/null; } && source /tmp/devenv
@@ -70,6 +70,9 @@ for step in "$@"; do
       log strategies; (cd benchmarks && timeout ${STRATEGIES_TIMEOUT:-330} python3 bench_strategies.py --evaluator kept \
         --kernels softmax,layer_norm --objectives "speedup, registers" --repeats ${STRATEGIES_REPEATS:-5} --generations 2 --workers 6 \
         --warmup-ms 5 --rep-ms 25 --bootstrap 10000 --out "$OUTDIR/strategies_h200") 2>&1 | tail -40 ;;
+    capture)  # issue 31: capture a Liger training step and Helion's examples' main()s, tune/run their campaigns (CAPTURE_ARGS)
+      log capture; timeout ${CAPTURE_TIMEOUT:-570} python3 benchmarks/bench_capture.py --out "$OUTDIR/capture" \
+        ${CAPTURE_ARGS:-} 2>&1 | tail -60 ;;
     ray)  # the Ray GPU test, then the Ray backend on every visible GPU vs the local backend on one (needs the full bundle, not benchmarks/slim_bundle.sh's)
       log ray; TESTS_TIMEOUT=150 TEST_TIMEOUT=140 run_tests tests/execution/test_ray_backend.py _ray
       timeout ${RAY_TIMEOUT:-260} python3 benchmarks/bench_ray_gpus.py --out "$OUTDIR/ray_gpus.json" --generations 6 \

@@ -1,7 +1,8 @@
 """paretotune: multi-objective Pareto search over GPU kernel configs and PTXAS Advanced Control Files.
 
 The public API: :func:`run` a campaign (a YAML file or a dict; kernels may be given as objects), then read the
-:class:`Run` (``results``, ``front()``, ``validate()``, ``report()``). :class:`TritonKernel` and
+:class:`Run` (``results``, ``front()``, ``validate()``, ``report()``); :func:`capture` a program's kernel
+calls into one campaign per kernel. :class:`TritonKernel` and
 :class:`HelionKernel` describe a kernel; :class:`UserError` is what bad input raises.
 """
 from __future__ import annotations
@@ -14,15 +15,15 @@ from typing import TYPE_CHECKING, Any
 IMPORTED_AT = time.monotonic()
 
 __version__ = "0.1.0"
-__all__ = ["HelionKernel", "Run", "TritonKernel", "UserError", "open_run", "run"]
+__all__ = ["HelionKernel", "Run", "TritonKernel", "UserError", "capture", "open_run", "run"]
 
 if TYPE_CHECKING:
-    from paretotune.api import Run, open_run, run
+    from paretotune.api import Run, capture, open_run, run
     from paretotune.errors import UserError
     from paretotune.kernels.helion import HelionKernel
     from paretotune.kernels.triton import TritonKernel
 
-_WHERE = {"Run": "paretotune.api", "run": "paretotune.api", "open_run": "paretotune.api",
+_WHERE = {"Run": "paretotune.api", "run": "paretotune.api", "open_run": "paretotune.api", "capture": "paretotune.api",
           "UserError": "paretotune.errors", "TritonKernel": "paretotune.kernels.triton",
           "HelionKernel": "paretotune.kernels.helion"}
 

@@ -12,7 +12,7 @@ import io
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +101,52 @@ def run(campaign: str | Path | Mapping[str, Any], *, out: str | Path | None = No
     with main_not_reimported(), (contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext()):
         start_and_execute(loaded, folder, ptxas, quiet=quiet)  # checks (GPU included) before the folder exists
     return Run(folder)
+
+
+@dataclass
+class Capture:
+    """What ``with paretotune.capture(DIR) as cap:`` recorded; filled when the block ends."""
+
+    path: Path
+    kernels: list[Any] = field(default_factory=list)  # ranked rows (kernel, calls, time_ms, campaign, skipped, ...)
+    summary: str = ""
+
+    @property
+    def campaigns(self) -> list[Path]:
+        """The campaign files written, the most expensive kernel first (``paretotune.run`` each)."""
+        return [self.path / row.campaign for row in self.kernels if row.campaign]
+
+
+@contextlib.contextmanager
+def capture(out: str | Path, *, values: bool | list[str] = False, shapes: int = 3, generations: int = 2,
+            wall_clock_s: float | None = None, check: bool = True) -> Iterator[Capture]:
+    """Record every Triton and Helion kernel call made inside the block, then write ``out``'s ranked summary
+    and one campaign per kernel (as ``paretotune capture``; ``values``: save first-call tensors, for all
+    kernels or the named ones). Kernels defined in a notebook cell have no file and are listed, not tuned."""
+    import os
+
+    from paretotune.capturing import hooks
+    from paretotune.capturing.recorder import Recorder
+    from paretotune.commands.capture import campaign_options, finish, prepare_out
+
+    options = campaign_options(shapes, generations, wall_clock_s)
+    folder = Path(out)
+    prepare_out(folder)
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    dirs = [os.getcwd()] + ([os.path.dirname(os.path.abspath(main_file))] if main_file else [])
+    recorder = Recorder(values=values, values_dir=folder, program_dirs=dirs)
+    result = Capture(folder)
+    hooks.install(recorder)
+    status = 0
+    try:
+        yield result
+    except BaseException:
+        status = 1
+        raise
+    finally:
+        hooks.uninstall()
+        recorder.save(folder, {"argv": list(sys.argv), "cwd": os.getcwd(), "mode": "python"}, status)
+        result.kernels, result.summary = finish(folder, options, check=check)
 
 
 @contextlib.contextmanager

@@ -28,6 +28,8 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False) -> KernelAda
             obj = spec_from_kernel(obj, factory, atol=override.atol, rtol=override.rtol)
         except TypeError as exc:
             raise UserError(f"{where}: {exc}") from None
+    if override.captured is not None:
+        obj = _captured(campaign, obj)
     adapter = adapter_for(obj, override.source.rpartition(":")[2], where)
     _use_campaign(campaign, adapter)
     restrict = getattr(adapter, "restrict_to", None)
@@ -70,6 +72,21 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False) -> KernelAda
         for shape in campaign.shapes:
             validate_config(adapter.space(), adapter.default_config(shape), f"{campaign.path}: kernel.default")
     return adapter
+
+
+def _captured(campaign: Campaign, kernel: Any) -> Any:
+    """The spec ``kernel.captured`` makes of the kernel: inputs rebuilt from a capture's recorded calls."""
+    from paretotune.capturing.replay import captured_spec
+
+    override = campaign.spec.kernel
+    path = (campaign.path.parent / str(override.captured)).resolve()
+    where = f"{campaign.path}: kernel.captured"
+    if not path.is_file():
+        raise UserError(f"{where}: no such file: {path}")
+    try:
+        return captured_spec(kernel, path, atol=override.atol, rtol=override.rtol)
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"{where}: {' '.join(str(exc).split())}") from None
 
 
 def _use_campaign(campaign: Campaign, adapter: Any) -> None:

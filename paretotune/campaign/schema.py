@@ -31,10 +31,13 @@ class KernelSpec(_Strict):
     or a bare Helion kernel (``@helion.kernel`` / ``@helion.aot_kernel``) together with ``inputs``, a
     ``module:attr`` or ``file.py:attr`` function ``(shape, device, seed) -> args``. Such a kernel's space is
     Helion's own ConfigSpec, its baseline per shape the AOT heuristic (``heuristic``: a file; by default the
-    target's ``_helion_aot_<name>_cuda_smNN.py`` beside the kernel), and its reference the baseline's output."""
+    target's ``_helion_aot_<name>_cuda_smNN.py`` beside the kernel), and its reference the baseline's output.
+    Or any Triton or Helion kernel together with ``captured``, a capture's calls file (``paretotune capture``):
+    inputs rebuilt from the recorded calls, one shape per captured signature, the program's config as baseline."""
 
     source: str = Field(min_length=3, max_length=4096)
     inputs: str | None = Field(default=None, min_length=3, max_length=4096)  # input factory for a bare Helion kernel
+    captured: str | None = Field(default=None, min_length=1, max_length=4096)  # calls file (relative to the campaign)
     heuristic: str | None = Field(default=None, min_length=1)  # AOT heuristic file (relative to the campaign)
     atol: float | None = Field(default=None, ge=0)  # tolerances of the correctness check (bare Helion kernel)
     rtol: float | None = Field(default=None, ge=0)
@@ -50,6 +53,12 @@ class KernelSpec(_Strict):
         if not target or not attr:
             raise ValueError(f"{v!r} must be 'module:attr' or 'path/to/file.py:attr'")
         return v
+
+    @model_validator(mode="after")
+    def _one_input_source(self) -> KernelSpec:
+        if self.inputs is not None and self.captured is not None:
+            raise ValueError("give either inputs or captured, not both")
+        return self
 
     @field_validator("space")
     @classmethod

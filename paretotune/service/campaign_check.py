@@ -130,6 +130,10 @@ def check_server_rules(data: dict[str, Any], config: ServiceConfig) -> None:
         for key in ("files", "pack"):
             if key in acf:
                 raise Invalid(f"acf.{key}: {NO_ACF_PATHS}", f"acf.{key}")
+    kernel = data.get("kernel")
+    if isinstance(kernel, dict) and "captured" in kernel:
+        raise Invalid("kernel.captured: not accepted by the server (a capture's calls file is a path on its disk); "
+                      "run captured campaigns with paretotune run", "kernel.captured")
     execution = data.get("execution")
     if isinstance(execution, dict) and execution.get("backend") == "ray" and config.ray_address is None:
         raise Invalid("execution.backend: 'ray' is not enabled on this server (its operator enables it with "

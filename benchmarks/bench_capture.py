@@ -1,0 +1,464 @@
+"""Issue 31 on a GPU: capture real programs whose kernels nobody here wrote, rank the kernels, tune them with no
+hand-written spec.
+
+Three parts, run in this order, each under its share of ``--budget-s`` (the time left when it starts, split
+over the parts still to run by their weights); results are written after every step, so a kill keeps what was
+done, and a program or campaign past its own cap is interrupted (SIGINT: the capture still saves what it had).
+
+1. ``overhead``: two programs timed by themselves (median step time after warm-up), plain and under
+   ``paretotune capture``, plus each command's wall time: a Liger-Kernel Llama-style block's training step
+   (``benchmarks/programs/liger_llama_step.py``: RMSNorm, RoPE, SwiGLU and the fused linear cross entropy from
+   Liger-Kernel; forward, backward, AdamW) and the worst case, a loop of short launches of the tests' own
+   Triton kernels (``benchmarks/programs/launch_loop.py``). A first plain run of each fills Triton's cache.
+2. ``liger``: the training step's capture (from part 1, else made here): the ranked table, then ``acf-only``
+   campaigns (objective ``runtime``) on the top ``--top`` kernels by GPU time, exactly as the capture wrote
+   them, searched at once (``--liger-parallel``), then ``paretotune validate`` on each, one after the other.
+3. ``helion``: the ``main()`` of each of Helion's ``examples/`` (``bash benchmarks/get_helion_examples.sh
+   /work/.mirror/pytorch+helion/repo``), captured ``--jobs`` at once under ``HELION_AUTOTUNE_EFFORT=none``
+   (Helion's default config: no autotuning); then every campaign they gave runs a short acf-only search
+   (``--campaign-s`` wall clock, no GPU spares), ``--jobs`` at once. Counted: examples run, kernels captured,
+   kernels that became campaigns (and why the others did not), campaigns that ran (the issue's goal: >= 30).
+
+Liger-Kernel is pure Python: carry its wheel (``pip download --no-deps liger-kernel -d .whl``); it is unzipped
+into the work folder when it does not import. Without it, part 1 measures the launch loop only and part 2 is
+recorded as not run, with the reason.
+
+On the H200, from the repository root with ``.workloads/helion-examples`` and ``.whl/`` carried (one call)::
+
+    python benchmarks/bench_capture.py --out $OUT/capture --budget-s 420
+    python benchmarks/bench_capture.py --out $OUT/capture_helion --parts helion --budget-s 480   # more campaigns
+
+Writes ``OUT/capture_bench.json`` (everything: versions, GPU, commands, per part), ``OUT/overhead.csv``,
+``OUT/liger_kernels.csv`` (the ranked table), ``OUT/liger_campaigns.csv``, ``OUT/helion_examples.csv``,
+``OUT/helion_campaigns.csv``; capture folders, logs and run directories stay under ``OUT/work/``.
+``--parts`` picks parts; ``--smoke``: a CPU trial (``TRITON_INTERPRET=1``, tiny sizes, static objectives).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import json
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_pretuned import gpu_name, summarize_run, versions  # noqa: E402
+
+PROGRAMS = ROOT / "benchmarks" / "programs"
+CAPKERNELS = ROOT / "tests" / "capture" / "programs" / "lib"
+WEIGHTS = {"overhead": 1.5, "liger": 2.5, "helion": 5.0}
+# examples that cannot run on one H200: several GPUs (distributed/), sm_100 only (Blackwell, NVFP4)
+SKIP = {"distributed": "needs several GPUs (torch.distributed)", "blackwell_attention": "needs sm_100 (Blackwell)",
+        "nvfp4_gemm": "needs sm_100 (NVFP4)", "nvfp4_gemv": "needs sm_100 (NVFP4)"}
+
+
+class Results:
+    """Everything measured, written to OUT after every update (a kill keeps what was done)."""
+
+    def __init__(self, out: Path, meta: dict[str, Any]) -> None:
+        self.out, self.doc, self._lock = out, {**meta, "parts": {}}, threading.Lock()
+
+    def put(self, part: str, key: str, value: Any) -> None:
+        with self._lock:
+            self.doc["parts"].setdefault(part, {})[key] = value
+            self._save()
+
+    def append(self, part: str, key: str, value: Any) -> None:
+        with self._lock:
+            self.doc["parts"].setdefault(part, {}).setdefault(key, []).append(value)
+            self._save()
+
+    def table(self, name: str, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        keys = list(dict.fromkeys(k for r in rows for k in r))
+        with (self.out / name).open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=keys)
+            writer.writeheader()
+            writer.writerows({k: _cell(r.get(k)) for k in keys} for r in rows)
+
+    def _save(self) -> None:
+        tmp = self.out / ".capture_bench.json.tmp"
+        tmp.write_text(json.dumps(self.doc, indent=1, default=str))
+        tmp.replace(self.out / "capture_bench.json")
+
+
+def _cell(value: Any) -> Any:
+    return json.dumps(value) if isinstance(value, (dict, list)) else value
+
+
+def run(cmd: list[str], *, cwd: Path, env: dict[str, str], log: Path, cap_s: float, grace_s: float = 40.0) -> dict[
+        str, Any]:
+    """Run ``cmd`` (its own process group), output to ``log``; past ``cap_s`` it gets SIGINT (a capture saves
+    what it had), ``grace_s`` later SIGKILL. Return code, wall seconds, whether it was interrupted, stdout."""
+    start = time.monotonic()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as handle:
+        handle.write(f"$ (cd {cwd}; {' '.join(cmd)})\n")
+        handle.flush()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=handle, text=True,
+                                start_new_session=True)
+        out: list[str] = []
+        reader = threading.Thread(target=lambda: out.extend(proc.stdout or []), daemon=True)
+        reader.start()
+        interrupted = False
+        try:
+            proc.wait(timeout=max(1.0, cap_s))
+        except subprocess.TimeoutExpired:
+            interrupted = True
+            _signal(proc, signal.SIGINT)
+            try:
+                proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                _signal(proc, signal.SIGKILL)
+                proc.wait()
+        reader.join(timeout=10)
+        handle.write("".join(out))
+    return {"rc": proc.returncode, "wall_s": round(time.monotonic() - start, 2), "interrupted": interrupted,
+            "stdout": "".join(out)}
+
+
+def _signal(proc: subprocess.Popen[str], sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "paretotune.cli", *args]
+
+
+def program_json(stdout: str) -> dict[str, Any] | None:
+    """The JSON line a timed program printed (its step times)."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("{") and "median_ms" in line:
+            try:
+                return json.loads(line)
+            except ValueError:
+                return None
+    return None
+
+
+def last_error(log: Path) -> str:
+    lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip() and "Warning" not in ln]
+    return lines[-1][:300] if lines else ""
+
+
+def capture_rows(folder: Path) -> list[dict[str, Any]]:
+    summary = folder / "summary.json"
+    return json.loads(summary.read_text())["kernels"] if summary.is_file() else []
+
+
+# -- part 1: overhead ------------------------------------------------------------------------------------------
+def part_overhead(ctx: dict[str, Any], res: Results, deadline: float) -> None:
+    programs = [("launch_loop", [str(PROGRAMS / "launch_loop.py"), *ctx["loop_args"]])]
+    if ctx["liger"]["available"]:
+        programs.insert(0, ("liger_step", [str(PROGRAMS / "liger_llama_step.py"), *ctx["liger_args"]]))
+    rows = []
+    for p, (name, program) in enumerate(programs):
+        left = deadline - time.monotonic()
+        if left < 30:
+            res.append("overhead", "not_run", {"program": name, "why": "out of time"})
+            continue
+        work = ctx["work"] / f"overhead_{name}"
+        folder = work / "cap"
+        commands = {"warm": [sys.executable, *program],  # fills Triton's cache: the next two compile nothing
+                    "captured": cli("capture", "--out", str(folder), *ctx["capture_args"], "--", "python", *program),
+                    "plain": [sys.executable, *program]}
+        done: dict[str, dict[str, Any]] = {}
+        for i, (key, cmd) in enumerate(commands.items()):  # each gets its share of the time left for this program
+            runs_left = 3 * len(programs) - (3 * p + i)
+            cap = max(60.0, (deadline - time.monotonic()) / runs_left)  # a cold start must finish: it may overrun
+            done[key] = run(cmd, cwd=ctx["work"], env=ctx["env"], log=work / f"{key}.log", cap_s=cap)
+        warm, captured, plain = done["warm"], done["captured"], done["plain"]
+        timed = {k: program_json(r["stdout"]) for k, r in (("warm", warm), ("captured", captured), ("plain", plain))}
+        row: dict[str, Any] = {"program": name, "command": " ".join(program),
+                               "plain_rc": plain["rc"], "captured_rc": captured["rc"],
+                               "plain_median_ms": (timed["plain"] or {}).get("median_ms"),
+                               "warm_plain_median_ms": (timed["warm"] or {}).get("median_ms"),
+                               "captured_median_ms": (timed["captured"] or {}).get("median_ms"),
+                               "plain_process_s": plain["wall_s"], "capture_command_s": captured["wall_s"],
+                               "kernels_captured": len(capture_rows(folder))}
+        if row["plain_median_ms"] and row["captured_median_ms"]:
+            row["step_overhead"] = round(row["captured_median_ms"] / row["plain_median_ms"] - 1, 4)
+        rows.append(row)
+        res.append("overhead", "programs", row)
+        res.table("overhead.csv", rows)
+        if name == "liger_step":
+            ctx["liger_capture"] = folder
+
+
+# -- part 2: the Liger training step's top kernels -------------------------------------------------------------
+def part_liger(ctx: dict[str, Any], res: Results, deadline: float) -> None:
+    if not ctx["liger"]["available"]:
+        res.put("liger", "not_run", ctx["liger"]["why_not"])
+        return
+    folder = ctx.get("liger_capture")
+    if folder is None or not (folder / "summary.json").is_file():
+        folder = ctx["work"] / "liger_capture"
+        program = [str(PROGRAMS / "liger_llama_step.py"), *ctx["liger_args"]]
+        done = run(cli("capture", "--out", str(folder), *ctx["capture_args"], "--", "python", *program),
+                   cwd=ctx["work"], env=ctx["env"], log=ctx["work"] / "liger_capture.log",
+                   cap_s=(deadline - time.monotonic()) / 3)
+        res.put("liger", "capture", {k: v for k, v in done.items() if k != "stdout"})
+    rows = capture_rows(folder)
+    res.put("liger", "ranked", rows)
+    res.put("liger", "summary_text", (folder / "summary.txt").read_text() if (folder / "summary.txt").is_file() else "")
+    res.table("liger_kernels.csv", rows)
+    top = [r for r in rows if r["campaign"]][:ctx["top"]]
+    res.put("liger", "top", [r["kernel"] for r in top])
+    validate_s = 55.0 * len(top)
+    search_cap = max(30.0, deadline - time.monotonic() - validate_s)
+
+    def search(row: dict[str, Any]) -> dict[str, Any]:
+        runs = ctx["work"] / "liger_runs" / row["kernel"]
+        done = run(cli("run", str(folder / row["campaign"]), "--out", str(runs), "--quiet"), cwd=ctx["work"],
+                   env=ctx["run_env"], log=ctx["work"] / "logs" / f"liger_run_{row['kernel']}.log", cap_s=search_cap)
+        return {"kernel": row["kernel"], "rank": row["rank"], "share": row["share"], "run": str(runs),
+                "run_rc": done["rc"], "run_s": done["wall_s"], "interrupted": done["interrupted"]}
+
+    with ThreadPoolExecutor(max_workers=ctx["liger_parallel"]) as pool:
+        found = list(pool.map(search, top))
+    out = []
+    for item in found:  # one after the other: validation times must not share the GPU
+        runs = Path(item["run"])
+        left = deadline - time.monotonic()
+        if (runs / "results.jsonl").is_file() and left > 20:
+            done = run(cli("validate", str(runs), "--top", "2", "--rounds", str(ctx["rounds"])), cwd=ctx["work"],
+                       env=ctx["run_env"], log=ctx["work"] / "logs" / f"liger_validate_{item['kernel']}.log",
+                       cap_s=min(left, 90.0))
+            item.update(validate_rc=done["rc"], validate_s=done["wall_s"])
+            item.update(summarize_run(runs))
+        elif not (runs / "results.jsonl").is_file():
+            item["error"] = last_error(ctx["work"] / "logs" / f"liger_run_{item['kernel']}.log")
+        out.append(item)
+        res.put("liger", "campaigns", out)
+        res.table("liger_campaigns.csv", out)
+
+
+# -- part 3: Helion's examples ---------------------------------------------------------------------------------
+def examples(folder: Path) -> list[tuple[str, str | None]]:
+    """(module under ``examples``, why it is skipped or None) for each example with a guarded ``main()``."""
+    out = []
+    for path in sorted((folder / "examples").rglob("*.py")):
+        rel = path.relative_to(folder).with_suffix("")
+        text = path.read_text(errors="replace")
+        if path.name.startswith("_") or "def main(" not in text or "__main__" not in text:
+            continue
+        why = next((reason for key, reason in SKIP.items() if key in rel.parts or key == rel.name), None)
+        out.append((".".join(rel.parts), why))
+    return out
+
+
+def part_helion(ctx: dict[str, Any], res: Results, deadline: float) -> None:
+    folder = ctx["examples"]
+    if not (folder / "examples").is_dir():
+        res.put("helion", "not_run", f"no {folder}/examples: run benchmarks/get_helion_examples.sh first")
+        return
+    found = examples(folder)
+    env = {**ctx["env"], "HELION_AUTOTUNE_EFFORT": "none", "PYTHONPATH": os.pathsep.join(
+        [str(folder), ctx["env"].get("PYTHONPATH", "")])}
+    capture_deadline = time.monotonic() + 0.4 * (deadline - time.monotonic())
+    rows: list[dict[str, Any]] = [{"example": m, "skipped": why} for m, why in found if why]
+    todo = [m for m, why in found if not why][:ctx["max_examples"]]
+
+    def capture(module: str) -> dict[str, Any]:
+        cap = min(ctx["example_s"], capture_deadline - time.monotonic())
+        if cap < 10:
+            return {"example": module, "skipped": "out of time"}
+        out = ctx["work"] / "helion" / module
+        done = run(cli("capture", "--out", str(out), *ctx["helion_capture_args"], "--", "python", "-m", module),
+                   cwd=folder, env=env, log=ctx["work"] / "logs" / f"helion_{module}.log", cap_s=cap)
+        kernels = capture_rows(out)
+        row = {"example": module, "rc": done["rc"], "wall_s": done["wall_s"], "interrupted": done["interrupted"],
+               "kernels": len(kernels), "campaigns": sum(1 for k in kernels if k["campaign"]),
+               "calls": sum(k["calls"] for k in kernels), "skipped_kernels": {k["kernel"]: k["skipped"] for k in
+                                                                              kernels if k["skipped"]}}
+        if done["rc"] != 0 and not kernels:
+            row["error"] = last_error(ctx["work"] / "logs" / f"helion_{module}.log")
+        res.append("helion", "examples", row)
+        return row
+
+    with ThreadPoolExecutor(max_workers=ctx["jobs"]) as pool:
+        rows += list(pool.map(capture, todo))
+    res.table("helion_examples.csv", rows)
+    campaigns = sorted(((r["example"], k) for r in rows if r.get("campaigns")
+                        for k in capture_rows(ctx["work"] / "helion" / r["example"]) if k["campaign"]),
+                       key=lambda item: (item[1]["rank"], item[0]))  # every example's top kernel first
+    res.put("helion", "campaigns_written", len(campaigns))
+
+    def campaign(item: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+        module, kernel = item
+        left = deadline - time.monotonic()
+        row: dict[str, Any] = {"example": module, "kernel": kernel["kernel"], "share": kernel["share"]}
+        if left < ctx["campaign_s"] + 20:
+            return {**row, "ran": False, "error": "out of time (not started)"}
+        cap_folder = ctx["work"] / "helion" / module
+        bench = cap_folder / kernel["campaign"].replace(".yaml", ".bench.yaml")
+        spec = yaml.safe_load((cap_folder / kernel["campaign"]).read_text())
+        spec["search"].update(generations=1, wall_clock_s=ctx["campaign_s"])
+        spec["evaluation"] = {"workers": 2, "gpu_spares": 0}
+        bench.write_text(yaml.safe_dump(spec, sort_keys=False))
+        runs = ctx["work"] / "helion_runs" / module / kernel["kernel"]
+        log = ctx["work"] / "logs" / f"helion_run_{module}_{kernel['kernel']}.log"
+        done = run(cli("run", str(bench), "--out", str(runs), "--quiet"), cwd=ctx["work"], env=ctx["run_env"],
+                   log=log, cap_s=min(left - 5, ctx["campaign_s"] + 60))
+        row.update(rc=done["rc"], wall_s=done["wall_s"], interrupted=done["interrupted"])
+        if (runs / "results.jsonl").is_file():
+            summary = summarize_run(runs)
+            row.update(evaluated=summary["evaluated"], failed=summary["failed"], baseline_ms=summary["baseline_ms"])
+        row["ran"] = done["rc"] == 0 and row.get("evaluated") is not None  # its baseline was built and measured
+        row["searched"] = bool(row["ran"] and row.get("evaluated"))  # and at least one ACF candidate
+        if not row["ran"]:
+            row["error"] = last_error(log)
+        res.append("helion", "campaigns", row)
+        return row
+
+    with ThreadPoolExecutor(max_workers=ctx["jobs"]) as pool:
+        ran = list(pool.map(campaign, campaigns))
+    res.table("helion_campaigns.csv", ran)
+    captured = [r for r in rows if "rc" in r]
+    res.put("helion", "counts", {
+        "examples_found": len(found), "examples_skipped": sum(1 for r in rows if r.get("skipped")),
+        "examples_captured": len(captured), "examples_exit_0": sum(r["rc"] == 0 for r in captured),
+        "kernels_captured": sum(r["kernels"] for r in captured),
+        "kernels_with_campaign": sum(r["campaigns"] for r in captured),
+        "campaigns_run": len(ran), "campaigns_ran_ok": sum(bool(r["ran"]) for r in ran),
+        "campaigns_with_candidates": sum(bool(r.get("searched")) for r in ran), "goal": 30,
+        "why_no_campaign": dict(Counter(re.sub(r"'[^']*'|\(.*?\)|\d+", "_", why)[:120] for r in captured
+                                        for why in r.get("skipped_kernels", {}).values()).most_common())})
+
+
+# -- setup -----------------------------------------------------------------------------------------------------
+def liger_site(work: Path, env: dict[str, str]) -> dict[str, Any]:
+    """Make ``import liger_kernel`` work in the programs' environment (the carried wheel, unzipped), or say why."""
+    probe = [sys.executable, "-c", "import liger_kernel.ops, importlib.metadata as m; print(m.version('liger-kernel'))"]
+
+    def imports(e: dict[str, str]) -> tuple[bool, str]:
+        done = subprocess.run(probe, env=e, capture_output=True, text=True, timeout=300)
+        return done.returncode == 0, (done.stdout.strip() or (done.stderr.strip().splitlines() or [""])[-1])
+
+    ok, said = imports(env)
+    if ok:
+        return {"available": True, "version": said, "from": "installed"}
+    wheels = sorted((ROOT / ".whl").glob("liger_kernel-*.whl"))
+    if not wheels:
+        return {"available": False, "why_not": f"liger_kernel does not import ({said}) and no .whl/liger_kernel-*.whl"}
+    site = work / "liger_site"
+    with zipfile.ZipFile(wheels[-1]) as wheel:
+        wheel.extractall(site)
+    env["PYTHONPATH"] = os.pathsep.join([str(site), env.get("PYTHONPATH", "")])
+    ok, said = imports(env)
+    return {"available": ok, "from": wheels[-1].name, **({"version": said} if ok else {"why_not": said})}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/bench_capture")))
+    parser.add_argument("--parts", default="overhead,liger,helion")
+    parser.add_argument("--budget-s", type=float, default=420.0, help="wall time for all parts of this call")
+    parser.add_argument("--examples", type=Path, default=ROOT / ".workloads" / "helion-examples")
+    parser.add_argument("--jobs", type=int, default=8, help="Helion examples (and their campaigns) at once")
+    parser.add_argument("--example-s", type=float, default=75.0, help="cap per Helion example's capture")
+    parser.add_argument("--campaign-s", type=float, default=30.0, help="search.wall_clock_s per Helion campaign")
+    parser.add_argument("--max-examples", type=int, default=1000)
+    parser.add_argument("--top", type=int, default=3, help="Liger kernels to tune, by GPU time")
+    parser.add_argument("--liger-parallel", type=int, default=3, help="Liger campaigns searched at once")
+    parser.add_argument("--rounds", type=int, default=12, help="validation rounds per arm")
+    parser.add_argument("--smoke", action="store_true", help="a CPU trial: TRITON_INTERPRET=1, tiny sizes")
+    args = parser.parse_args()
+    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    if set(parts) - set(WEIGHTS):
+        parser.error(f"--parts: unknown {sorted(set(parts) - set(WEIGHTS))} (known: {', '.join(WEIGHTS)})")
+    started = time.monotonic()
+    out = args.out.resolve()
+    work = out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), str(CAPKERNELS), os.environ.get("PYTHONPATH", "")])}
+    run_env = dict(env)  # campaigns build real kernels: never under the interpreter
+    if args.smoke:
+        env["TRITON_INTERPRET"] = "1"
+    liger = liger_site(work, env) if "overhead" in parts or "liger" in parts else {"available": False,
+                                                                                  "why_not": "part not run"}
+    run_env["PYTHONPATH"] = env["PYTHONPATH"]
+    if args.smoke and liger["available"]:
+        liger = {**liger, "available": False, "why_not": "Liger's kernels fail under TRITON_INTERPRET (smoke)"}
+    ctx: dict[str, Any] = {
+        "work": work, "env": env, "run_env": run_env, "liger": liger, "examples": args.examples.resolve(),
+        "jobs": args.jobs,
+        "example_s": args.example_s, "campaign_s": args.campaign_s, "max_examples": args.max_examples,
+        "top": args.top, "liger_parallel": args.liger_parallel, "rounds": args.rounds,
+        "liger_args": ["--steps", "20", "--warmup", "3"],
+        "loop_args": ["--iters", "50", "--warmup", "5", "--n", "4096", "--rows", "16"] if args.smoke else
+        ["--iters", "1000", "--warmup", "50"],
+        "capture_args": ["--shapes", "2", "--generations", "1" if args.smoke else "3", "--wall-clock-s", "60"],
+        "helion_capture_args": ["--shapes", "2", "--generations", "1"],
+    }
+    res = Results(out, {
+        "command": " ".join([sys.executable, *sys.argv]), "date": datetime.datetime.now(datetime.UTC).isoformat(),
+        "host": platform.node(), "gpu": gpu_name(), "versions": versions(), "liger": liger, "parts_run": parts,
+        "budget_s": args.budget_s, "smoke": args.smoke})
+    deadline_all = started + args.budget_s
+    for i, part in enumerate(parts):
+        left = deadline_all - time.monotonic()
+        share = WEIGHTS[part] / sum(WEIGHTS[p] for p in parts[i:])
+        part_deadline = time.monotonic() + left * share
+        t0 = time.monotonic()
+        print(f"=== {part}: {left * share:.0f} s", flush=True)
+        try:
+            {"overhead": part_overhead, "liger": part_liger, "helion": part_helion}[part](ctx, res, part_deadline)
+        except Exception as exc:  # noqa: BLE001 - a part that breaks is recorded; the others still run
+            res.put(part, "error", f"{type(exc).__name__}: {exc}")
+        res.put(part, "wall_s", round(time.monotonic() - t0, 1))
+    res.put("all", "wall_s", round(time.monotonic() - started, 1))
+    print(report(res.doc))
+    return 0
+
+
+def report(doc: dict[str, Any]) -> str:
+    """The lines worth reading first."""
+    parts, lines = doc["parts"], []
+    for row in parts.get("overhead", {}).get("programs", []):
+        lines.append(f"overhead {row['program']}: step {row.get('plain_median_ms')} ms plain, "
+                     f"{row.get('captured_median_ms')} ms captured ({row.get('step_overhead')}); process "
+                     f"{row['plain_process_s']} s, capture command {row['capture_command_s']} s")
+    liger = parts.get("liger", {})
+    if liger.get("summary_text"):
+        lines.append(liger["summary_text"].rstrip())
+    for item in liger.get("campaigns", []):
+        best = item.get("best_validated") or {}
+        lines.append(f"liger {item['kernel']}: run rc {item['run_rc']} ({item['run_s']} s), evaluated "
+                     f"{item.get('evaluated')}, best validated {best.get('speedup')} "
+                     f"[{best.get('ci_low')}, {best.get('ci_high')}] significant {best.get('significant')}"
+                     + (f"; {item['error']}" if item.get("error") else ""))
+    if "not_run" in liger:
+        lines.append(f"liger: not run ({liger['not_run']})")
+    counts = parts.get("helion", {}).get("counts")
+    if counts:
+        lines.append("helion: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    for part, body in parts.items():
+        if "error" in body:
+            lines.append(f"{part}: ERROR {body['error']}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
