@@ -82,6 +82,24 @@ def written_by(leaves: list[Any], pristine: list[Any]) -> list[int]:
     return [i for i, (leaf, copy) in enumerate(zip(leaves, pristine, strict=True)) if not torch.equal(leaf, copy)]
 
 
+def poison_is_safe(base: Prepared, leaves: list[Any], pristine: list[Any], returned: Any, after: dict[int, Any],
+                   device: str) -> bool:
+    """Whether the output buffer may be filled with NaN before a candidate's launch: only if the baseline build
+    gives the same result from a poisoned buffer, i.e. the kernel writes it without reading it. An in-place
+    argument named as the output (a captured kernel's written argument) is read: poisoning it would feed NaN to
+    every candidate, so it is only restored."""
+    out = base.output
+    if out is None or not out.is_floating_point():
+        return False
+    restore(leaves, pristine)
+    poison(base)
+    again = base.launch()
+    sync(device)
+    if tensor_leaves(returned) and check_output(again, returned, base.atol, base.rtol):
+        return False
+    return not any(check_output(leaves[i], expected, base.atol, base.rtol) for i, expected in after.items())
+
+
 def check_candidate(adapter: KernelAdapter, config: dict[str, Any], shape: Shape, acf: Path | None, device: str,
                     seed: int) -> str | None:
     """None if the candidate's output on fresh inputs (from ``seed``) matches the expected one, else why not.
@@ -89,7 +107,8 @@ def check_candidate(adapter: KernelAdapter, config: dict[str, Any], shape: Shape
     Expected: the spec's reference, or without one the baseline build's result on the same inputs: what it
     returns and the arguments it writes (any other argument the candidate changes is a wrong answer too).
     Inputs are restored from a pristine copy before each launch, so an in-place kernel starts from the same
-    values every time.
+    values every time; a write-only output buffer is poisoned with NaN first (:func:`poison_is_safe`), so that
+    an element the candidate leaves unwritten fails.
     """
     inputs = adapter.make_inputs(shape, device, seed)
     leaves = tensor_leaves(inputs)
@@ -103,15 +122,16 @@ def check_candidate(adapter: KernelAdapter, config: dict[str, Any], shape: Shape
         sync(device)
         return check_output(got, expected, cand.atol, cand.rtol)
     base = adapter.prepare(adapter.default_config(shape), shape, None, inputs)
-    poison(base)
     returned = clone_tree(base.launch())
     sync(device)
     written = written_by(leaves, pristine)
     if not tensor_leaves(returned) and not written:
         return "the baseline returned no tensor and wrote no argument (the kernel spec has no reference)"
     after = {i: leaves[i].clone() for i in written}
+    safe = poison_is_safe(base, leaves, pristine, returned, after, device)
     restore(leaves, pristine)
-    poison(cand)
+    if safe:
+        poison(cand)
     got = cand.launch()
     sync(device)
     problem = check_output(got, returned, cand.atol, cand.rtol) if tensor_leaves(returned) else None

@@ -138,11 +138,12 @@ def test_correctness_uses_the_reference_or_else_the_baseline_output(with_referen
     problem = check_candidate(adapter, {**same, "bias": 1.0}, shape, None, "cpu", seed=5)
     assert problem is not None and problem.startswith("wrong answer: 256 of 256 elements off")
     baseline_runs = [launch for launch in adapter.launches if launch["config"] == adapter.default_config(shape)]
-    # without a reference the baseline ran, on the candidate's fresh inputs; with one it never ran
-    assert len(baseline_runs) == (0 if with_reference else 2)
+    # without a reference the baseline ran, on the candidate's fresh inputs (twice per check: once as it is, once
+    # on a NaN-poisoned output, which shows its output buffer is write-only); with one it never ran
+    assert len(baseline_runs) == (0 if with_reference else 4)
     if not with_reference:
         cand_runs = [launch for launch in adapter.launches if launch["config"] != adapter.default_config(shape)]
-        assert [b["ptrs"] for b in baseline_runs] == [c["ptrs"] for c in cand_runs]
+        assert [b["ptrs"] for b in baseline_runs] == [c["ptrs"] for c in cand_runs for _ in range(2)]
 
 
 def test_the_default_reference_catches_a_different_output_and_unwritten_elements() -> None:

@@ -90,6 +90,22 @@ def test_an_in_place_kernel_starts_from_the_same_inputs_in_every_checked_launch(
     assert problem is not None and "wrong answer: 512 of 512 elements off" in problem
 
 
+def test_an_in_place_argument_named_as_the_output_is_not_poisoned() -> None:
+    """A captured Triton kernel names its written argument as the output; when that argument is also read
+    (in place), filling it with NaN before each launch would feed NaN to the baseline and every candidate, and a
+    wrong candidate would pass (NaN against NaN). Only a write-only output is poisoned."""
+    class OutputIsX(TorchAdapter):
+        def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, inputs: Inputs) -> Prepared:
+            prepared = super().prepare(config, shape, acf, inputs)
+            prepared.output = inputs["x"]
+            return prepared
+
+    adapter = OutputIsX(_in_place_returning)
+    assert check_candidate(adapter, {"bias": 0.0, "num_warps": 8}, SHAPE, None, "cpu", seed=3) is None
+    problem = check_candidate(adapter, {"bias": 0.25, "num_warps": 8}, SHAPE, None, "cpu", seed=3)
+    assert problem is not None and "wrong answer: 512 of 512 elements off" in problem
+
+
 def test_a_candidate_that_writes_an_input_the_baseline_only_reads_is_wrong() -> None:
     def scribbles(t: dict[str, torch.Tensor], c: Mapping[str, Any]) -> torch.Tensor:
         out = t["x"] * 2
