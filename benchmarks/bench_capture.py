@@ -61,6 +61,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_pretuned import gpu_name, summarize_run, versions  # noqa: E402
 
 PROGRAMS = ROOT / "benchmarks" / "programs"
+# the ten pretuned kernels ../shared/workloads materialises, which bench_pretuned.py covers with hand-written inputs
+THE_TEN = ("cross_entropy", "dynamic_per_token_scaled_fp8_quant", "layer_norm", "rms_norm",
+           "rms_norm_dynamic_per_token_quant", "rms_norm_per_block_quant", "scaled_mm", "silu_mul_fp8", "softmax",
+           "vector_add")
 CAPKERNELS = ROOT / "tests" / "capture" / "programs" / "lib"
 WEIGHTS = {"overhead": 1.5, "liger": 2.5, "helion": 5.0}
 # examples that cannot run on one H200: several GPUs (distributed/), sm_100 only (Blackwell, NVFP4)
@@ -255,12 +259,17 @@ def part_liger(ctx: dict[str, Any], res: Results, deadline: float) -> None:
 
 # -- part 3: Helion's examples ---------------------------------------------------------------------------------
 def examples(folder: Path) -> list[tuple[str, str | None]]:
-    """(module under ``examples``, why it is skipped or None) for each example with a guarded ``main()``."""
+    """(module under ``examples`` or ``pretuned_kernels``, why it is skipped or None) for each program with a
+    guarded ``main()``. The ten pretuned kernels that ``bench_pretuned.py`` covers with hand-written inputs are
+    left out: the breadth counted here is beyond them."""
     out = []
-    for path in sorted((folder / "examples").rglob("*.py")):
+    paths = sorted((folder / "pretuned_kernels").glob("*/*.py")) + sorted((folder / "examples").rglob("*.py"))
+    for path in paths:
         rel = path.relative_to(folder).with_suffix("")
         text = path.read_text(errors="replace")
         if path.name.startswith("_") or "def main(" not in text or "__main__" not in text:
+            continue
+        if rel.parts[0] == "pretuned_kernels" and rel.parts[1] in THE_TEN:
             continue
         why = next((reason for key, reason in SKIP.items() if key in rel.parts or key == rel.name), None)
         out.append((".".join(rel.parts), why))
@@ -323,7 +332,8 @@ def part_helion(ctx: dict[str, Any], res: Results, deadline: float) -> None:
         row.update(rc=done["rc"], wall_s=done["wall_s"], interrupted=done["interrupted"])
         if (runs / "results.jsonl").is_file():
             summary = summarize_run(runs)
-            row.update(evaluated=summary["evaluated"], failed=summary["failed"], baseline_ms=summary["baseline_ms"])
+            row.update(evaluated=summary["evaluated"], failed=summary["failed"], baseline_ms=summary["baseline_ms"],
+                       wrong_fraction=summary["acf_wrong_fraction"], **search_result(runs))
         row["ran"] = done["rc"] == 0 and row.get("evaluated") is not None  # its baseline was built and measured
         row["searched"] = bool(row["ran"] and row.get("evaluated"))  # and at least one ACF candidate
         if not row["ran"]:
@@ -344,6 +354,24 @@ def part_helion(ctx: dict[str, Any], res: Results, deadline: float) -> None:
         "campaigns_with_candidates": sum(bool(r.get("searched")) for r in ran), "goal": 30,
         "why_no_campaign": dict(Counter(re.sub(r"'[^']*'|\(.*?\)|\d+", "_", why)[:120] for r in captured
                                         for why in r.get("skipped_kernels", {}).values()).most_common())})
+
+
+def search_result(run: Path) -> dict[str, Any]:
+    """Where the baseline came from and the best ratio the search itself measured (A/B-paired, but with other
+    campaigns on the GPU at the same time: a lead, not a validated figure)."""
+    meta = json.loads((run / "run.json").read_text()) if (run / "run.json").is_file() else {}
+    sources = sorted(set(meta.get("kernel", {}).get("baseline_sources", {}).values()))
+    best: float | None = None
+    for line in (run / "results.jsonl").read_text().splitlines():
+        rec = json.loads(line) if line.strip() else {}
+        if rec.get("is_baseline") or rec.get("status") != "ok":
+            continue
+        ratios = [v["ratio_to_baseline"] for v in (rec.get("extra") or {}).values()
+                  if isinstance(v, dict) and v.get("ratio_to_baseline")]
+        if ratios:
+            speed = min(1.0 / r for r in ratios)  # the worst shape's speedup
+            best = speed if best is None else max(best, speed)
+    return {"baseline_source": "; ".join(sources), "search_best_speedup": None if best is None else round(best, 4)}
 
 
 # -- setup -----------------------------------------------------------------------------------------------------
