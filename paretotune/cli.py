@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "report": "report",
     "export": "export",
     "serve": "serve",
+    "ship": "ship",
 }
 
 
