@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -20,8 +20,9 @@ from typing import Any
 import pandas as pd
 
 from paretotune.errors import UserError
-from paretotune.execution.ship_files import (SHIP_JSON, Shipped, campaign_and_adapter, check_baselines, header_lines,
-                                             import_module, plain, ptxas_release, publish, use_ptxas, validated)
+from paretotune.execution.ship_files import (SHIP_JSON, Shipped, check_baselines, header_lines, import_module, plain,
+                                             ptxas_release, publish, stored_campaign, use_ptxas, validated)
+from paretotune.records import Shape
 from paretotune.store.run_dir import RunDir
 
 
@@ -34,34 +35,79 @@ class ShapeBucket:
     old: dict[str, Any]
 
 
-def helion_buckets(campaign: Any, adapter: Any) -> tuple[Path, Any, bool, dict[str, ShapeBucket]]:
-    """(heuristic file, its module, whether it has ``key_<kernel>``, shape -> bucket) for the campaign's shapes,
-    asked the way Helion asks (meta tensors, else CPU ones; a user key flattened)."""
+@dataclass(frozen=True)
+class HelionView:
+    """What ship needs of a Helion kernel, without the adapter's per-shape binds (seconds each): the kernel, its
+    arguments for a shape (the campaign's factories), the heuristic file the baseline came from."""
+
+    kernel: Any
+    make_args: Callable[[Shape, str], tuple[Any, ...]]
+    heuristic: Path | None
+
+
+def helion_view(campaign: Any) -> HelionView | None:
+    """The campaign's kernel as a :class:`HelionView`, or None for a kernel that is not a Helion one."""
+    from paretotune.campaign.user_code import import_object
+    from paretotune.kernels.helion import HelionKernel, import_helion
+    from paretotune.kernels.helion_heuristic import find_heuristic
+
+    spec = campaign.spec.kernel
+    where = f"{campaign.path}: kernel"
+    obj = import_object(spec.source, campaign.path.parent, f"{where}.source")
+    helion = import_helion()
+    if spec.inputs is not None and isinstance(obj, helion.Kernel):
+        factory = import_object(spec.inputs, campaign.path.parent, f"{where}.inputs")
+        kernel, own = obj, None
+
+        def make_args(shape: Shape, device: str) -> tuple[Any, ...]:
+            return tuple(factory(shape.params, device, 0))
+    elif isinstance(obj, HelionKernel):
+        kernel = obj.fn if isinstance(obj.fn, helion.Kernel) else helion.kernel(obj.fn, static_shapes=True)
+        own = obj.heuristic
+
+        def make_args(shape: Shape, device: str) -> tuple[Any, ...]:
+            return tuple(obj.args(obj.inputs(shape.params, device, 0), shape.params))
+    else:
+        return None
+    named = spec.heuristic or own
+    path = (campaign.path.parent / named).resolve() if named else find_heuristic(kernel, campaign.target.capability)
+    return HelionView(kernel, make_args, path)
+
+
+def _ask(view: HelionView, shape: Shape, ask: Callable[[tuple[Any, ...]], Any]) -> Any:
+    """``ask(args)`` with the shape's meta arguments, else CPU ones (some heuristics need real tensors)."""
+    problem: Exception | None = None
+    for device in ("meta", "cpu"):
+        try:
+            return ask(view.make_args(shape, device))
+        except Exception as exc:  # noqa: BLE001 - try the next device; the last failure is reported
+            problem = exc
+    raise UserError(f"{view.heuristic}: shape {shape.label}: {type(problem).__name__}: "
+                    f"{' '.join(str(problem).split())[:300]}")
+
+
+def helion_buckets(campaign: Any, view: HelionView) -> tuple[bool, dict[str, ShapeBucket]]:
+    """(whether the heuristic has ``key_<kernel>``, shape -> its bucket and old config) for the campaign's
+    shapes, asked the way Helion asks (a user key flattened). Without a key function a bucket is the set of
+    shapes the heuristic gives one config (Helion then keys its cache by every shape feature)."""
     from paretotune.kernels.helion_heuristic import heuristic_config, key_values, load
 
-    inner = getattr(adapter, "inner", adapter)
-    path = inner.heuristic_path()
-    if path is None:
-        raise UserError(f"{campaign.path}: kernel {inner.name} has no AOT heuristic for sm_{campaign.target.capability}"
-                        " (ship writes one in Helion's format from the kernel's current one)")
-    module = load(path)
-    kernel = inner.kernel
-    key_fn = getattr(module, f"key_{kernel.name}", None)
+    if view.heuristic is None:
+        raise UserError(f"{campaign.path}: kernel {view.kernel.name} has no AOT heuristic for "
+                        f"sm_{campaign.target.capability} (ship writes one in Helion's format from the current one)")
+    key_fn = getattr(load(view.heuristic), f"key_{view.kernel.name}", None)
+
+    def bucket_of(args: tuple[Any, ...]) -> ShapeBucket:
+        old = heuristic_config(view.kernel, view.heuristic, args)
+        bucket = (key_fn(*key_values(view.kernel, args)) if callable(key_fn)
+                  else json.dumps(old, sort_keys=True, default=repr))
+        return ShapeBucket("", bucket, old)
+
     out = {}
     for shape in campaign.shapes:
-        for device in ("meta", "cpu"):
-            args = inner.aot.args(shape, device)
-            try:
-                old = heuristic_config(kernel, path, args)
-                bucket = key_fn(*key_values(kernel, args)) if callable(key_fn) else \
-                    json.dumps(old, sort_keys=True, default=repr)
-                break
-            except Exception as exc:  # noqa: BLE001 - some heuristics need real tensors: try CPU ones
-                problem = exc
-        else:
-            raise UserError(f"{path}: shape {shape.label}: {' '.join(str(problem).split())[:300]}")
-        out[shape.label] = ShapeBucket(shape.label, bucket, old)
-    return path, module, callable(key_fn), out
+        found = _ask(view, shape, bucket_of)
+        out[shape.label] = ShapeBucket(shape.label, found.bucket, found.old)
+    return callable(key_fn), out
 
 
 # -- choosing and writing -------------------------------------------------------------------------------------
@@ -77,57 +123,33 @@ def _new_config(results: pd.DataFrame, cid: int, shapes: tuple[str, ...], old: d
     return (dict(old) if same else config), (str(row["acf"]) if row["acf"] else None)
 
 
-def _helion_accepts(adapter: Any, campaign: Any, shapes: tuple[str, ...], config: dict[str, Any], where: str) -> None:
-    """``helion.Config(**config)`` and the bound kernel's own normalize take the config on every shape."""
-    import copy
-
-    from paretotune.kernels.helion import import_helion
-    from paretotune.kernels.helion_space import device_features
-
-    inner = getattr(adapter, "inner", adapter)
-    try:
-        import_helion().Config(**config)
-    except Exception as exc:  # noqa: BLE001
-        raise UserError(f"{where}: helion.Config refuses it ({type(exc).__name__}: {exc})") from None
-    by_label = {s.label: s for s in campaign.shapes}
-    for label in shapes:
-        trial = copy.deepcopy(config)
-        try:
-            with device_features(inner._tensor_descriptors or "tensor_descriptor" in repr(config)):
-                inner.config_spec(by_label[label]).normalize(trial, _fix_invalid=False)
-        except Exception as exc:  # noqa: BLE001
-            raise UserError(f"{where}: Helion's ConfigSpec for shape {label} refuses it ({type(exc).__name__}: "
-                            f"{' '.join(str(exc).split())[:300]})") from None
-
-
-def _self_check(module_path: Path, adapter: Any, campaign: Any, shapes: dict[str, ShapeBucket],
+def _self_check(module_path: Path, view: HelionView, campaign: Any, shapes: dict[str, ShapeBucket],
                 expect: dict[str, dict[str, Any]]) -> None:
-    """Import the written module as Helion would and ask it for every campaign shape: the expected config
-    (exactly the old one where unchanged), each ACF existing, and ``helion.Config`` taking it."""
+    """Import the written module as Helion does and ask it for every campaign shape: the expected config (exactly
+    the old one where unchanged), each ACF existing, and ``helion.Config`` taking it."""
     from paretotune.kernels.helion import import_helion
     from paretotune.kernels.helion_heuristic import key_values
 
-    inner = getattr(adapter, "inner", adapter)
     module = import_module(module_path)
-    fn = getattr(module, f"autotune_{inner.kernel.name}")
+    fn = getattr(module, f"autotune_{view.kernel.name}")
     not_ready = getattr(module, "_PARETOTUNE_NOT_READY", None)
     if not_ready:
         raise UserError(f"the shipped module would apply no ACF here: {not_ready}")
     by_label = {s.label: s for s in campaign.shapes}
+    helion = import_helion()
     for label in shapes:
-        for device in ("meta", "cpu"):
-            try:
-                got = fn(*key_values(inner.kernel, inner.aot.args(by_label[label], device)))
-                break
-            except Exception:  # noqa: BLE001 - as in helion_buckets: some heuristics need real tensors
-                continue
+        got = _ask(view, by_label[label], lambda args: fn(*key_values(view.kernel, args)))
         got = dict(getattr(got, "config", got))
         if got != expect[label]:
             raise UserError(f"{module_path.name}: shape {label} gets {got!r}, expected {expect[label]!r}")
         acf = got.get("advanced_controls_file")
         if acf and not Path(acf).is_file():
             raise UserError(f"{module_path.name}: shape {label}: ACF {acf} does not exist")
-        import_helion().Config(**got)
+        try:
+            helion.Config(**got)
+        except Exception as exc:  # noqa: BLE001 - Helion must take every config the file returns
+            raise UserError(f"{module_path.name}: shape {label}: helion.Config refuses {got!r} "
+                            f"({type(exc).__name__}: {exc})") from None
 
 
 def ship_run(run_dir: Path, out: Path) -> Shipped:
@@ -141,18 +163,17 @@ def ship_run(run_dir: Path, out: Path) -> Shipped:
         raise UserError(f"--out {out}: exists and is not an empty folder (ship writes only into a new one)")
     verdicts, rechecks = validated(run)
     use_ptxas(ptxas_release(run))
-    campaign, adapter = campaign_and_adapter(run)
-    from paretotune.kernels.helion import HelionAdapter
-
-    inner = getattr(adapter, "inner", adapter)
-    if not isinstance(inner, HelionAdapter):
+    campaign = stored_campaign(run)
+    view = helion_view(campaign)
+    if view is None:
+        from paretotune.campaign.resolve import make_adapter
         from paretotune.execution.ship_triton import ship_triton
 
-        return ship_triton(run, campaign, adapter, verdicts, rechecks, out)
-    return _ship_helion(run, campaign, adapter, verdicts, rechecks, out)
+        return ship_triton(run, campaign, make_adapter(campaign), verdicts, rechecks, out)
+    return _ship_helion(run, campaign, view, verdicts, rechecks, out)
 
 
-def _ship_helion(run: RunDir, campaign: Any, adapter: Any, verdicts: pd.DataFrame,
+def _ship_helion(run: RunDir, campaign: Any, view: HelionView, verdicts: pd.DataFrame,
                  rechecks: dict[tuple[int, str], dict[str, Any]], out: Path) -> Shipped:
     from paretotune.execution.recheck import passed
     from paretotune.kernels.helion_heuristic import expected_names
@@ -160,10 +181,10 @@ def _ship_helion(run: RunDir, campaign: Any, adapter: Any, verdicts: pd.DataFram
     from paretotune.pareto.buckets import choose
 
     release = ptxas_release(run)
-    check_baselines(run, campaign, adapter, helion=True)
-    path, _module, has_key, shapes = helion_buckets(campaign, adapter)
-    inner = getattr(adapter, "inner", adapter)
-    name = inner.kernel.name
+    has_key, shapes = helion_buckets(campaign, view)
+    check_baselines(run, campaign, {s: b.old for s, b in shapes.items()}, helion=True)
+    path, name = view.heuristic, view.kernel.name
+    assert path is not None
     choices = choose(verdicts, {s: b.bucket for s, b in shapes.items()}, rechecks, passed)
     stored = run.meta().get("kernel", {}).get("baselines", {})
     results = run.results()
@@ -182,16 +203,13 @@ def _ship_helion(run: RunDir, campaign: Any, adapter: Any, verdicts: pd.DataFram
             continue
         config, sha = _new_config(results, choice.winner, choice.shapes, olds[0], stored)
         acf = f"{sha}.acf" if sha else None
-        where = f"bucket {choice.bucket!r}, candidate {choice.winner}"
-        _helion_accepts(adapter, campaign, choice.shapes,
-                        {**config, ACF_KEY: str(run.acf_path(sha)) if sha else ""}, where)
         changes.append(Change(choice.bucket, olds[0], config, acf))
         new[choice.bucket] = (olds[0], config, acf)
     about = (f"Kernel {name}; the previous heuristic, {path.name}, is below verbatim (key_{name} and its dispatch "
              f"unchanged), then autotune_{name} answers the changed buckets.")
     header = header_lines(run, campaign, about, "the previous heuristic's config for the shape", choices, new,
                           release)
-    file_name = expected_names(inner.kernel, campaign.target.capability)[0]
+    file_name = expected_names(view.kernel, campaign.target.capability)[0]
     text = render(path.read_text(), name, has_key, changes, header, release)
     acfs = sorted({c.acf for c in changes if c.acf})
 
@@ -202,7 +220,7 @@ def _ship_helion(run: RunDir, campaign: Any, adapter: Any, verdicts: pd.DataFram
             change = new.get(sb.bucket)
             expect[label] = dict(sb.old) if change is None else {
                 **change[1], **({ACF_KEY: os.path.join(str(tmp), "acf", change[2])} if change[2] else {})}
-        _self_check(tmp / file_name, adapter, campaign, shapes, expect)
+        _self_check(tmp / file_name, view, campaign, shapes, expect)
         summary = plain(_summary(run, campaign, name, path, file_name, choices, new, shapes, release))
         (tmp / SHIP_JSON).write_text(json.dumps(summary, indent=1))
         return summary
@@ -230,12 +248,10 @@ def per_bucket_candidates(run_dir: Path, per_bucket: int, limit: int = 12) -> tu
     geomean speedup over the bucket's shapes (faster than the baseline on each of them), each to be measured on
     those shapes only. Returns (candidate ids, candidate -> shapes)."""
     run = RunDir.open(run_dir)
-    campaign, adapter = campaign_and_adapter(run)
-    inner = getattr(adapter, "inner", adapter)
-    from paretotune.kernels.helion import HelionAdapter
-
-    if isinstance(inner, HelionAdapter):
-        buckets = {s: b.bucket for s, b in helion_buckets(campaign, adapter)[3].items()}
+    campaign = stored_campaign(run)
+    view = helion_view(campaign)
+    if view is not None:
+        buckets = {s: b.bucket for s, b in helion_buckets(campaign, view)[1].items()}
     else:
         buckets = {s.label: s.label for s in campaign.shapes}  # a Triton launch table: one entry per shape
     runtime = {c.shape: c.column for c in run.objective_columns() if c.objective == "runtime"}

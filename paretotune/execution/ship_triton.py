@@ -46,11 +46,11 @@ def ship_triton(run: RunDir, campaign: Any, adapter: Any, verdicts: pd.DataFrame
     from paretotune.search.space import flatten_config
 
     release = ptxas_release(run)
-    check_baselines(run, campaign, adapter, helion=False)
     keys, names = {}, ()
     for shape in campaign.shapes:
         names, keys[shape.label] = key_of(adapter, shape)
     previous = {s.label: flatten_config(adapter.default_config(s)) for s in campaign.shapes}
+    check_baselines(run, campaign, previous, helion=False)
     choices = choose(verdicts, keys, rechecks, passed)
     results = run.results().set_index("candidate_id")
     entries, new = [], {}
