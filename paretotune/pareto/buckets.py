@@ -87,7 +87,7 @@ def choose(verdicts: pd.DataFrame, buckets: Mapping[str, Hashable], rechecks: Ma
             ok = won and all(c and passed(c) for c in checked.values())
             tries.append((ok, won, _geomean(speedups), min(speedups), -cid, cid, rows, checked))
         if not tries:
-            out.append(BucketChoice(bucket, tuple(shapes), None, "no candidate was measured on all its shapes"))
+            out.append(BucketChoice(bucket, tuple(shapes), None, "no candidate was validated on every shape of it"))
             continue
         tries.sort(key=lambda t: (t[0], t[1], _finite(t[2]), _finite(t[3]), t[4]), reverse=True)
         ok, won, _g, _w, _n, cid, rows, checked = tries[0]
