@@ -97,3 +97,22 @@ def test_per_bucket_ranks_each_bucket_by_its_own_shapes() -> None:
 def test_per_bucket_needs_runtimes(static_run: Path) -> None:
     with pytest.raises(UserError, match="--per-bucket ranks candidates by runtime"):
         per_bucket_candidates(static_run, 2)
+
+
+def test_the_real_recheck_worker_runs_each_job_in_a_spawned_process(static_run: Path) -> None:
+    """The production path end to end up to the GPU: spawned worker, the run's campaign and adapter, one job per
+    winner-shape reported through the progress file. Here (no CUDA) every check fails, each saying why."""
+    from paretotune.execution.recheck import SCALES, recheck_in_fresh_processes
+    from paretotune.store import RunDir
+
+    run = RunDir(static_run)
+    one, two = acf_candidates(static_run)[:2]
+    jobs = [{"candidate_id": cid, "shape": shape, "config": {}, "acf_path": str(run.acf_path(acf))}
+            for cid, shape, acf in [(one, "a", run.results().set_index("candidate_id").loc[one, "acf"]),
+                                    (two, "c", run.results().set_index("candidate_id").loc[two, "acf"])]]
+    done = recheck_in_fresh_processes(run, jobs)
+    assert [(c["candidate_id"], c["shape"]) for c in done["checks"]] == [(one, "a"), (two, "c")]
+    assert done["scales"] == list(SCALES) and len(done["seeds"]) == 3
+    for check in done["checks"]:
+        assert check["run"] == 9 and check["passed"] == 0 and not check["bit_identical"]
+        assert check["reference"] == "no-ACF twin" and "seed" in check["failures"][0]
