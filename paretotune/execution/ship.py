@@ -261,6 +261,19 @@ def per_bucket_candidates(run_dir: Path, per_bucket: int, limit: int = 12) -> tu
     return rank_per_bucket(run.results(), runtime, buckets, per_bucket, limit)
 
 
+def _search_speedup(row: pd.Series, base: pd.Series, shape: str, column: str) -> float:
+    """The candidate's search-time speedup on ``shape``: against the baseline timing next to it (the A/B ratio
+    the GPU worker records in ``extra``), else against the baseline record."""
+    extra = row.get("extra")
+    try:
+        ratio = (json.loads(extra) if isinstance(extra, str) else extra or {}).get(shape, {}).get("ratio_to_baseline")
+    except (ValueError, AttributeError):
+        ratio = None
+    if isinstance(ratio, int | float) and ratio > 0:
+        return 1.0 / float(ratio)
+    return float(base[column]) / float(row[column])
+
+
 def rank_per_bucket(results: pd.DataFrame, runtime: dict[str, str], buckets: dict[str, Hashable], per_bucket: int,
                     limit: int) -> tuple[list[int], dict[int, list[str]]]:
     """See :func:`per_bucket_candidates`; ``runtime``: shape -> its runtime column. Buckets with fewer winners
@@ -279,7 +292,7 @@ def rank_per_bucket(results: pd.DataFrame, runtime: dict[str, str], buckets: dic
     for shapes in groups.values():
         scored = []
         for _, row in ok.iterrows():
-            speedups = [float(base.iloc[0][runtime[s]]) / float(row[runtime[s]]) for s in shapes]
+            speedups = [_search_speedup(row, base.iloc[0], s, runtime[s]) for s in shapes]
             if all(math.isfinite(v) and v > 1 for v in speedups):
                 scored.append((geomean(speedups), min(speedups), -int(row["candidate_id"])))
         ranked.append([-neg for _g, _w, neg in sorted(scored, reverse=True)[:per_bucket]])

@@ -92,6 +92,11 @@ def test_per_bucket_ranks_each_bucket_by_its_own_shapes() -> None:
     assert ids == [1, 2, 3] and shapes_of == {1: ["a", "b"], 2: ["a", "b", "c"], 3: ["c"]}
     ids, _ = rank_per_bucket(results, runtime, {"a": 0, "b": 0, "c": 1}, 2, 2)  # each bucket's best first
     assert ids == [1, 3]
+    # the A/B ratio the GPU worker recorded next to each candidate wins over the baseline record's time
+    results["extra"] = [json.dumps({"c": {"ratio_to_baseline": 0.8}}) if c == 2 else "{}"
+                        for c in results["candidate_id"]]
+    ids, shapes_of = rank_per_bucket(results, runtime, {"a": 0, "b": 0, "c": 1}, 1, 12)
+    assert shapes_of == {1: ["a", "b"], 2: ["c"]}
 
 
 def test_per_bucket_needs_runtimes(static_run: Path) -> None:
