@@ -243,7 +243,7 @@ def _summary(run: RunDir, campaign: Any, name: str, heuristic: Path, file_name: 
             "changed": sum(c.winner is not None for c in choices), "buckets_seen": len(choices)}
 
 
-def per_bucket_candidates(run_dir: Path, per_bucket: int, limit: int = 12) -> tuple[list[int], dict[int, list[str]]]:
+def per_bucket_candidates(run_dir: Path, per_bucket: int, limit: int = 64) -> tuple[list[int], dict[int, list[str]]]:
     """For ``validate --per-bucket N``: per bucket of the heuristic, the N candidates with the best search-time
     geomean speedup over the bucket's shapes (faster than the baseline on each of them), each to be measured on
     those shapes only. Returns (candidate ids, candidate -> shapes)."""
