@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call's steps: install the bundle, run GPU tests, campaigns and benchmarks, write results to $OUT.
 # Usage on the GPU machine (repository root): bash benchmarks/gpu_session.sh STEP...
-#   steps: env keys tests noise attribution pretuned pretuned_joint pretuned_mo shared occupancy ncu helion fusion ttq ttq_more compile strategies ray capture
+#   steps: env keys tests noise attribution ship pretuned pretuned_joint pretuned_mo shared occupancy ncu helion fusion ttq ttq_more compile strategies ray capture
 # Steps use the GPUs in CUDA_VISIBLE_DEVICES; two invocations with different GPUs and OUT folders can run at once.
 set -uo pipefail
 { [ -f /tmp/devenv ] || bash .devbundle/install.sh >/dev/null; } && source /tmp/devenv
@@ -30,6 +30,8 @@ for step in "$@"; do
     pretuned)  # issue 17: ACFs on top of Helion's pretuned sm90 kernels (PRETUNED_ARGS: --kernels, --budget-s)
       log pretuned; timeout ${PRETUNED_TIMEOUT:-560} python3 benchmarks/bench_pretuned.py --out "$OUTDIR/pretuned" \
         ${PRETUNED_ARGS:-} 2>&1 | tail -40 ;;
+    ship)  # issue 30: a shipped heuristic per kernel over its whole main() sweep, re-timed against the kernel's own
+      log ship; timeout ${SHIP_TIMEOUT:-560} python3 benchmarks/bench_ship.py --out "$OUTDIR/ship" ${SHIP_ARGS:-} 2>&1 | tail -40 ;;
     keys)  # issue 19: the pool's (meta) and the GPU worker's (CUDA) Helion code for each workload kernel
       log keys; timeout ${KEYS_TIMEOUT:-120} python3 benchmarks/check_build_keys.py --out "$OUTDIR/build_keys.json" 2>&1 | tail -12 ;;
     pretuned_joint)  # issue 17: a second pretuned call in the same session (PRETUNED_JOINT_ARGS), e.g. joint campaigns

@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "export": "export",
     "serve": "serve",
     "capture": "capture",
+    "ship": "ship",
 }
 
 

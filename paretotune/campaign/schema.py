@@ -237,6 +237,23 @@ class CampaignSpec(_Strict):
     execution: ExecutionSpec = ExecutionSpec()
     seed: StrictInt = Field(default=0, ge=0, lt=2**32)  # numpy and torch seeds are 32-bit
 
+    @model_validator(mode="before")
+    @classmethod
+    def _shapes_from_kernel(cls, data: Any) -> Any:
+        """``shapes: from-kernel``: the sweep the pretuned kernel's own ``main()`` benchmarks
+        (:mod:`paretotune.kernels.sweeps`; pure data, nothing imported)."""
+        if not isinstance(data, dict) or data.get("shapes") != "from-kernel":
+            return data
+        from paretotune.kernels.sweeps import SWEEPS, WORKLOADS_MODULE, sweep_for
+
+        kernel = data.get("kernel")
+        inputs = kernel.get("inputs") if isinstance(kernel, dict) else None
+        sweep = sweep_for(inputs if isinstance(inputs, str) else None)
+        if sweep is None:
+            raise ValueError(f"shapes: from-kernel takes the sweep of a pretuned kernel, so kernel.inputs must be "
+                             f"{WORKLOADS_MODULE}:<name> (known: {_known(list(SWEEPS))}); got {inputs!r}")
+        return {**data, "shapes": sweep}
+
     @field_validator("objectives", mode="before")
     @classmethod
     def _names_to_dicts(cls, v: Any) -> Any:

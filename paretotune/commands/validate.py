@@ -27,6 +27,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha", type=float, default=0.01)
     parser.add_argument("--min-effect", type=float, default=0.5)
     parser.add_argument("--json", action="store_true", help="print the verdicts as JSON instead of a table")
+    parser.add_argument("--per-bucket", type=int, metavar="N",
+                        help="for `paretotune ship`: per bucket of the kernel's heuristic, the N candidates the search "
+                             "found fastest on its shapes, each measured on those shapes only")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -36,9 +39,17 @@ def main(args: argparse.Namespace) -> int:
 
     RunDir.open(args.run_dir)  # a damaged or wrong folder is named first: it needs fixing on any machine
     require_gpu("paretotune validate (it re-measures runtimes)")  # then, before any measuring work
-    result = validate_run(args.run_dir, candidates=args.candidates, top=args.top, rounds=args.rounds,
+    candidates, shapes_of = args.candidates, None
+    if args.per_bucket is not None:
+        from paretotune.errors import UserError
+        from paretotune.execution.ship import per_bucket_candidates
+
+        if args.candidates is not None or args.per_bucket < 1:
+            raise UserError("--per-bucket N takes N >= 1 and no --candidates (it chooses them)")
+        candidates, shapes_of = per_bucket_candidates(args.run_dir, args.per_bucket)
+    result = validate_run(args.run_dir, candidates=candidates, top=args.top, rounds=args.rounds,
                           rep_ms=args.rep_ms, warmup_ms=args.warmup_ms, alpha=args.alpha,
-                          min_effect=args.min_effect)
+                          min_effect=args.min_effect, shapes_of=shapes_of)
     if args.json:
         print(verdicts_json(result.verdicts, args.run_dir, result.controls))
         return 0
@@ -47,9 +58,24 @@ def main(args: argparse.Namespace) -> int:
     if result.unreliable:
         for shape, reason in result.unreliable.items():
             print(f"UNRELIABLE {shape}: {reason}; no artifacts written")
+    if result.recheck is not None:
+        print(recheck_line(result.recheck, args.run_dir))
     print(f"\nverdicts: {args.run_dir / 'validation.csv'}; artifacts: "
           + (f"{args.run_dir / 'artifacts'} ({len(result.artifacts)} files)" if result.artifacts else "none"))
     return 0
+
+
+def recheck_line(recheck: dict[str, Any], run_dir: Path) -> str:
+    """'re-check: 5 of 6 winner-shapes passed every check (4 bit-identical to their twin); recheck.json'."""
+    from paretotune.execution.recheck import passed
+
+    checks = recheck.get("checks", [])
+    ok = [c for c in checks if passed(c)]
+    same = sum(bool(c.get("bit_identical")) for c in ok)
+    bad = [f"cand {c['candidate_id']} on {c['shape']}: {(c.get('failures') or ['failed'])[0]}"
+           for c in checks if not passed(c)]
+    return (f"\nre-check on fresh inputs: {len(ok)} of {len(checks)} winner-shapes passed every check ({same} "
+            f"bit-identical to their twin); {run_dir / 'recheck.json'}" + "".join(f"\n  FAILED {b}" for b in bad))
 
 
 def render(verdicts: pd.DataFrame, controls: dict[str, Any], best_no_acf: dict[str, dict[str, Any]]) -> str:

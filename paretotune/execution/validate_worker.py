@@ -48,9 +48,11 @@ def validate_in_process(campaign_path: str, campaign_text: str, ptxas_path: str,
 def validate_shape(adapter: KernelAdapter, shape: Shape, candidates: list[dict[str, Any]], rounds: int, seed: int,
                    device: str, setting: TimingSetting, timer: Timer, rng: random.Random, *,
                    own_buffers: bool = False) -> dict[str, Any]:
-    """One shape: check every candidate on its own fresh inputs, then time all arms in ``rounds`` shuffled rounds."""
+    """One shape: check every candidate on its own fresh inputs, then time all arms in ``rounds`` shuffled rounds.
+    A candidate with ``shapes`` (labels) is measured on those shapes only (``validate --per-bucket``)."""
     errors: dict[Any, str] = {}
     passed = []
+    candidates = [c for c in candidates if c.get("shapes") is None or shape.label in c["shapes"]]
     for cand in candidates:
         acf = Path(cand["acf_path"]) if cand["acf_path"] else None
         try:

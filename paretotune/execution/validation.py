@@ -54,6 +54,7 @@ class Validation:
     controls: dict[str, Any]  # shape -> ControlCheck as a dict
     best_no_acf: dict[str, dict[str, Any]]  # shape -> best no-ACF record of the search
     artifacts: list[Path] = field(default_factory=list)
+    recheck: dict[str, Any] | None = None  # recheck.json: each winner-shape re-checked against its twin, or None
 
     @property
     def unreliable(self) -> dict[str, str]:
@@ -96,6 +97,9 @@ def run_validation(run_dir: Path, *, candidates: list[int] | None, top: int, rou
 
 
 Measure = Callable[[RunDir, list[dict[str, Any]], int, float, float], dict[str, Any]]
+# (run, jobs: {candidate_id, shape, config, acf_path}) -> what recheck.json holds (execution/recheck.py)
+Recheck = Callable[[RunDir, list[dict[str, Any]]], dict[str, Any]]
+RECHECK_FILE = "recheck.json"
 
 
 def measure_in_fresh_process(run: RunDir, arms: list[dict[str, Any]], rounds: int, warmup_ms: float,
@@ -113,8 +117,12 @@ def measure_in_fresh_process(run: RunDir, arms: list[dict[str, Any]], rounds: in
 
 def validate_run(run_dir: Path, *, candidates: list[int] | None, top: int, rounds: int, rep_ms: float,
                  warmup_ms: float, alpha: float, min_effect: float,
-                 measure: Measure = measure_in_fresh_process) -> Validation:
-    """Choose, measure (``measure``: the GPU, in a fresh process), gate, judge, attribute, write the files."""
+                 measure: Measure = measure_in_fresh_process, shapes_of: dict[int, list[str]] | None = None,
+                 recheck: Recheck | None | str = "auto") -> Validation:
+    """Choose, measure (``measure``: the GPU, in a fresh process), gate, judge, attribute, re-check the winners,
+    write the files. ``shapes_of``: candidate id -> the only shapes to measure it on (``--per-bucket``).
+    ``recheck``: how each winner is re-checked on each shape it won (``auto``: in fresh GPU processes when
+    ``measure`` is the GPU's, else not at all; the run then has no ``recheck.json`` and ships nothing)."""
     from paretotune.pareto.attribution import best_without_acf
 
     run = RunDir.open(run_dir)  # a damaged run is refused before anything is measured
@@ -127,25 +135,67 @@ def validate_run(run_dir: Path, *, candidates: list[int] | None, top: int, round
     rows = results.set_index("candidate_id").loc[ids]
     chosen = [{"candidate_id": int(cid), "config": json.loads(r["config"]),
                "acf_path": str(run.acf_path(r["acf"])) if r["acf"] else None} for cid, r in rows.iterrows()]
+    for cand in chosen:
+        if shapes_of and cand["candidate_id"] in shapes_of:
+            cand["shapes"] = list(shapes_of[cand["candidate_id"]])
     base = results[results["is_baseline"].astype(bool)]
     default_config = json.loads(base.iloc[0]["config"]) if len(base) else {}
     extra_arms, twin_of = twin_arms(chosen, results, default_config)
+    for arm in extra_arms:  # a twin is measured where the candidates it is the twin of are
+        mine = [c for c in chosen if twin_of.get(c["candidate_id"]) == arm["candidate_id"]]
+        if mine and all(c.get("shapes") is not None for c in mine):
+            arm["shapes"] = sorted({s for c in mine for s in c["shapes"]})
     measured = measure(run, chosen + extra_arms, rounds, warmup_ms, rep_ms)
     twin_ids = {a["candidate_id"] for a in extra_arms}
     verdicts, controls = judge_measured(measured, twin_of, twin_ids, alpha=alpha, min_effect=min_effect)
     acf_of = {c["candidate_id"]: Path(c["acf_path"]).stem if c["acf_path"] else "" for c in chosen}
     verdicts["acf"] = [acf_of.get(int(c), "") for c in verdicts["candidate_id"]]  # "": compiler defaults
     best = best_without_acf(results, run.objective_columns())
+    (run.path / RECHECK_FILE).unlink(missing_ok=True)  # a re-check belongs to the verdicts it re-checked
     verdicts.to_csv(run.path / "validation.csv", index=False)
     (run.path / "validation.json").write_text(json.dumps({
         "rounds": rounds, "rep_ms": rep_ms, "warmup_ms": warmup_ms, "alpha": alpha, "min_effect": min_effect,
         "controls": controls, "twin_of": {str(k): v for k, v in twin_of.items()}, "best_no_acf": best,
         "verdicts": json.loads(verdicts.to_json(orient="records")), "samples": measured}, indent=1, default=str))
-    result = Validation(verdicts=verdicts, controls=controls, best_no_acf=best)
+    checked = recheck_winners(run, verdicts, chosen, measure, recheck)
+    result = Validation(verdicts=verdicts, controls=controls, best_no_acf=best, recheck=checked)
     if result.unreliable:  # a control that differs voids every verdict: pin nothing
         return result
     return Validation(verdicts=verdicts, controls=controls, best_no_acf=best,
-                      artifacts=write_artifacts(run, verdicts, chosen))
+                      artifacts=write_artifacts(run, verdicts, chosen), recheck=checked)
+
+
+def recheck_jobs(verdicts: pd.DataFrame, chosen: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One job per (candidate, shape) it won: significant there, on a shape whose control was reliable."""
+    by_id = {c["candidate_id"]: c for c in chosen}
+    won = verdicts[(verdicts["role"] == "candidate") & verdicts["significant"].fillna(False).astype(bool)
+                   & verdicts["reliable"].fillna(False).astype(bool)]
+    return [{"candidate_id": int(cid), "shape": str(shape), "config": by_id[int(cid)]["config"],
+             "acf_path": by_id[int(cid)]["acf_path"]}
+            for cid, shape in zip(won["candidate_id"], won["shape"]) if int(cid) in by_id]
+
+
+def recheck_winners(run: RunDir, verdicts: pd.DataFrame, chosen: list[dict[str, Any]], measure: Measure,
+                    recheck: Recheck | None | str) -> dict[str, Any] | None:
+    """Re-check every winner-shape (``recheck``; see :func:`validate_run`) and write ``recheck.json``, which
+    names the verdict file it belongs to (its sha256), so that ``ship`` never pairs it with other verdicts."""
+    import hashlib
+
+    if recheck == "auto":
+        recheck = _recheck_on_gpu if measure is measure_in_fresh_process else None
+    if recheck is None or isinstance(recheck, str):
+        return None
+    jobs = recheck_jobs(verdicts, chosen)
+    done = recheck(run, jobs) if jobs else {"checks": []}
+    done["validation_sha256"] = hashlib.sha256((run.path / "validation.csv").read_bytes()).hexdigest()
+    (run.path / RECHECK_FILE).write_text(json.dumps(done, indent=1, default=str))
+    return done
+
+
+def _recheck_on_gpu(run: RunDir, jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    from paretotune.execution.recheck import recheck_in_fresh_processes
+
+    return recheck_in_fresh_processes(run, jobs)
 
 
 def judge_measured(measured: dict[str, Any], twin_of: dict[int, int], twin_ids: set[int], *, alpha: float,

@@ -104,14 +104,21 @@ def rms_norm_dynamic_per_token_quant(shape: Mapping[str, Any], device: str, seed
 
 def rms_norm_per_block_quant(shape: Mapping[str, Any], device: str, seed: int) -> tuple[Any, ...]:
     """result (fp8, written), input [tokens, hidden] (bf16), weight [hidden], scale [tokens, hidden / group]
-    (written), epsilon, no scale_ub, no residual, group_size, scale not transposed."""
+    (written), epsilon, scale_ub, residual, group_size, scale not transposed. ``scale_ub: true`` passes the
+    input's mean as the upper bound and ``residual: true`` a random residual (updated in place), as the kernel's
+    ``main()`` does; by default both are None."""
     gen, dtype = _rng(device, seed), _dtype(shape, "bfloat16")
     tokens, hidden, group = int(shape["tokens"]), int(shape["hidden"]), int(shape["group_size"])
     x = _randn((tokens, hidden), dtype, device, gen)
     weight = _randn((hidden,), dtype, device, gen)
     scale = _empty((tokens, hidden // group), torch.float32, device)
-    return (_empty((tokens, hidden), FP8, device), x, weight, scale, float(shape.get("epsilon", 1e-6)), None, None,
-            group, False)
+    scale_ub = residual = None
+    if shape.get("scale_ub", False):
+        scale_ub = _empty((), torch.float32, device) if device == "meta" else x.float().mean()
+    if shape.get("residual", False):
+        residual = _randn((tokens, hidden), dtype, device, gen)
+    return (_empty((tokens, hidden), FP8, device), x, weight, scale, float(shape.get("epsilon", 1e-6)), scale_ub,
+            residual, group, False)
 
 
 def scaled_mm(shape: Mapping[str, Any], device: str, seed: int) -> tuple[Any, ...]:

@@ -1,0 +1,202 @@
+"""What every file ``paretotune ship`` writes shares: reading a validated run, the header, the self-check import,
+and writing into a temporary folder that is renamed into place only once everything checked out."""
+from __future__ import annotations
+
+import datetime
+import hashlib
+import importlib.util
+import json
+import math
+import shutil
+import tempfile
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from paretotune.errors import UserError
+from paretotune.store.run_dir import RunDir
+
+VALIDATION = "validation.csv"
+RECHECK = "recheck.json"
+SHIP_JSON = "ship.json"
+
+
+@dataclass
+class Shipped:
+    """What ``ship`` wrote: the folder, the module in it, the decision per bucket, the ACFs copied, ship.json."""
+
+    out: Path
+    module: Path
+    choices: list[Any]  # BucketChoice per bucket the campaign's shapes fall in
+    acfs: list[str] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> int:
+        return sum(c.winner is not None for c in self.choices)
+
+
+def stored_campaign(run: RunDir) -> Any:
+    """The run's campaign, parsed from its stored copy (paths relative to where the campaign file was)."""
+    from paretotune.campaign.load import campaign_from_text
+
+    return campaign_from_text(run.campaign_text(), Path(run.meta()["campaign_path"]))
+
+
+def validated(run: RunDir) -> tuple[pd.DataFrame, dict[tuple[int, str], dict[str, Any]]]:
+    """The run's verdicts and re-checks ((candidate, shape) -> record), or a one-line refusal."""
+    csv = run.path / VALIDATION
+    if not csv.is_file():
+        raise UserError(f"{run.path}: not validated (no {VALIDATION}): run `paretotune validate {run.path}` on a "
+                        "GPU first; ship ships validated winners only")
+    recheck = run.path / RECHECK
+    if not recheck.is_file():
+        raise UserError(f"{run.path}: its winners were never re-checked (no {RECHECK}): run `paretotune validate "
+                        f"{run.path}` on a GPU (it re-checks every winner against its no-ACF twin on fresh inputs)")
+    try:
+        checks = json.loads(recheck.read_text())
+        belongs = checks.get("validation_sha256") == hashlib.sha256(csv.read_bytes()).hexdigest()
+        records = {(int(c["candidate_id"]), str(c["shape"])): c for c in checks["checks"]}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise UserError(f"{recheck}: not a re-check record written by paretotune validate") from None
+    if not belongs:
+        raise UserError(f"{recheck}: belongs to another {VALIDATION} (validated again since?): run `paretotune "
+                        f"validate {run.path}` again")
+    verdicts = pd.read_csv(csv)
+    need = {"shape", "candidate_id", "role", "significant", "speedup", "ci_low", "ci_high", "reliable"}
+    if not need <= set(verdicts.columns):
+        raise UserError(f"{csv}: not a verdict table of paretotune validate (missing {sorted(need - set(verdicts))})")
+    verdicts["shape"] = verdicts["shape"].astype(str)
+    return verdicts, records
+
+
+def check_baselines(run: RunDir, campaign: Any, now: dict[str, dict[str, Any]], *, helion: bool) -> None:
+    """The run's baselines must be what the kernel still gives each shape (``now``: its answer per shape; for a
+    Helion kernel the heuristic's, which must have been the run's baseline: the speedups are over it)."""
+    meta = run.meta().get("kernel", {})
+    sources, stored = meta.get("baseline_sources", {}), meta.get("baselines", {})
+    if helion and campaign.spec.kernel.default:
+        raise UserError(f"{campaign.path}: kernel.default sets baseline values, so the run's speedups are not over "
+                        "the heuristic's configs; ship needs a run whose baseline is the heuristic")
+    for shape in campaign.shapes:
+        if helion and not str(sources.get(shape.label, "")).startswith("AOT heuristic"):
+            raise UserError(f"{run.path}: shape {shape.label}'s baseline was {sources.get(shape.label, 'unknown')!r},"
+                            " not an AOT heuristic: the speedups are not over what Helion loads")
+        before = stored.get(shape.label)
+        # a Helion baseline is stored completed by Helion's normalize: the heuristic's answer must be part of it
+        if before is not None and any(before.get(k, object()) != v for k, v in now[shape.label].items()):
+            raise UserError(f"{run.path}: the kernel now gives shape {shape.label} another baseline config than in "
+                            "the run (its heuristic or default changed since?): run the campaign again")
+
+
+def fmt_x(value: float) -> str:
+    return f"{value:.3f}x" if isinstance(value, float) and math.isfinite(value) else "n/a"
+
+
+def shape_line(label: str, row: dict[str, Any], check: dict[str, Any]) -> str:
+    floor = row.get("noise_floor", math.nan)
+    parts = [f"{label}: {fmt_x(row['speedup'])} [{fmt_x(row['ci_low'])}, {fmt_x(row['ci_high'])}]",
+             f"noise floor {floor:.2%}" if math.isfinite(floor) else "noise floor n/a",
+             f"config {fmt_x(row['config_speedup'])}", f"ACF {fmt_x(row['acf_speedup'])}"]
+    if check:
+        parts.append(f"re-check {check.get('passed', 0)}/{check.get('run', 0)} passed"
+                     + (", bit-identical to its twin" if check.get("bit_identical") else ", not bit-identical"))
+    return ", ".join(parts)
+
+
+def header_lines(run: RunDir, campaign: Any, about: str, baseline: str, choices: list[Any],
+                 new: dict[Hashable, tuple[dict[str, Any], dict[str, Any], str | None]], release: str) -> list[str]:
+    """The shipped file's header: where it comes from, the rule, the ACFs' ptxas, then per bucket old config,
+    new config and per shape the validated speedup with its CI, the config and ACF shares and the re-check."""
+    from paretotune import __version__
+    from paretotune.pareto.buckets import RULE
+
+    meta = run.meta()
+    changed = sum(c.winner is not None for c in choices)
+    lines = [f"Shipped by paretotune {__version__} on {datetime.date.today()} from run {run.path} (campaign "
+             f"{meta.get('campaign', '?')}, {len(campaign.shapes)} shape{'s' if len(campaign.shapes) != 1 else ''}, target "
+             f"{campaign.target.name}).", about,
+             f"Speedups: validated by paretotune validate against the baseline = {baseline}, no ACF (ratio of mean "
+             "runtimes, bootstrap CI); config and ACF shares measured against the no-ACF twin.",
+             f"Rule: {RULE}",
+             f"ACFs: {', '.join(sorted({n[2] for n in new.values() if n[2]})) or 'none'} in acf/ beside this file; "
+             f"made for ptxas {release} (ptxas {meta.get('versions', {}).get('ptxas', '?')} in the run) and "
+             f"{campaign.target.name} only. Triton must run that ptxas: set TRITON_PTXAS_PATH (and "
+             "TRITON_PTXAS_BLACKWELL_PATH) to it before importing triton. Without it, with an ACF missing or in a "
+             "folder whose path has a space, nothing changes (a warning says why).",
+             f"Buckets the campaign's shapes fall in: {len(choices)}, changed: {changed}; any other bucket is "
+             "unchanged.", ""]
+    for choice in choices:
+        head = f"bucket {choice.bucket!r} (shapes: {', '.join(choice.shapes)}): "
+        if choice.winner is None:
+            lines.append(head + f"unchanged: {choice.reason}")
+            continue
+        old, cfg, acf = new[choice.bucket]
+        lines += [head + f"CHANGED to candidate {choice.winner}" + (f", ACF acf/{acf}" if acf else ", no ACF"),
+                  f"  old config: {old!r}", f"  new config: {cfg!r}" + (f" + ACF acf/{acf}" if acf else "")]
+        lines += ["  " + shape_line(s, choice.per_shape[s], choice.recheck.get(s, {})) for s in choice.shapes]
+    return lines
+
+
+def plain(value: Any) -> Any:
+    """JSON-ready: non-finite floats become None (ship.json is read by other tools)."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def import_module(path: Path) -> Any:
+    """Import a written file by path, as Helion does (``spec_from_file_location``), under a private name."""
+    name = f"paretotune_shipped_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def ptxas_release(run: RunDir) -> str:
+    """The ptxas release (``13.3``) the run's ACFs were built with, from ``run.json``."""
+    version = str(run.meta().get("versions", {}).get("ptxas", ""))
+    parts = version.split(".")
+    if len(parts) < 2:
+        raise UserError(f"{run.path}/run.json: no ptxas version recorded, so the ACFs' ptxas is unknown")
+    return ".".join(parts[:2])
+
+
+def use_ptxas(release: str) -> None:
+    """This process's Triton ptxas (and the shipped module's self-check) must be the ACFs' release."""
+    from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
+
+    ptxas = find_ptxas()
+    if ".".join(ptxas.version.split(".")[:2]) != release:
+        raise UserError(f"the ptxas found here ({ptxas.path}, {ptxas.version}) is not {release}, the release the "
+                        "run's ACFs were made for")
+    export_for_triton(ptxas)
+
+
+def publish(out: Path, acfs: list[str], run: RunDir, fill: Callable[[Path], Any]) -> Any:
+    """Copy ``acfs`` (names ``<sha>.acf``) into a temporary folder beside ``out``, let ``fill(folder)`` write and
+    check the rest, then rename the folder to ``out``; on any failure nothing is left."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        if acfs:
+            (tmp / "acf").mkdir()
+        for acf in acfs:
+            shutil.copyfile(run.acf_path(acf.removesuffix(".acf")), tmp / "acf" / acf)
+        result = fill(tmp)
+        if out.exists():
+            out.rmdir()
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return result

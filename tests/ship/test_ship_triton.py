@@ -1,0 +1,64 @@
+"""``paretotune ship`` for a Triton kernel: a launch-options table keyed like the kernel (the bundled softmax of
+the CPU quickstart: no autotuner, so keyed by the shape's sizes) that imports, returns the validated winner's
+launch options with ``ptx_options`` naming an ACF that exists, and the baseline's where nothing was validated."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from paretotune.execution.ship import ship_run
+from paretotune.execution.ship_files import import_module
+from paretotune.execution.validate_worker import CONTROL_ID
+from paretotune.execution.validation import validate_run
+from paretotune.store import RunDir
+from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
+from tests.report.conftest import run_quickstart
+
+
+@pytest.fixture(scope="session")
+def triton_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return run_quickstart(tmp_path_factory.mktemp("ship-triton") / "run", generations=1, pool_size=10)
+
+
+def measure(faster: dict[int, float]) -> Any:
+    def fake(run: RunDir, arms: list[dict[str, Any]], rounds: int, warmup_ms: float, rep_ms: float) -> dict:
+        rng = np.random.default_rng(1)
+        samples = {"baseline": list(rng.normal(0.2, 0.0002, rounds)), str(CONTROL_ID): list(rng.normal(0.2, 0.0002, rounds))}
+        for arm in arms:
+            samples[str(arm["candidate_id"])] = list(rng.normal(0.2 * faster.get(arm["candidate_id"], 1.0), 0.0002, rounds))
+        return {"wide": {"samples": samples, "errors": {}}}
+    return fake
+
+
+def recheck(run: RunDir, jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"checks": [{"candidate_id": j["candidate_id"], "shape": j["shape"], "run": 9, "passed": 9,
+                        "bit_identical": True} for j in jobs]}
+
+
+def test_a_triton_kernel_ships_a_launch_table(triton_run: Path, tmp_path: Path) -> None:
+    import shutil
+
+    run = Path(shutil.copytree(triton_run, tmp_path / "run"))
+    results = RunDir(run).results()
+    cand = int(results[(results["status"] == "ok") & results["acf"].astype(bool)]["candidate_id"].iloc[0])
+    validate_run(run, candidates=[cand], top=1, rounds=20, rep_ms=1, warmup_ms=1, alpha=0.01, min_effect=0.5,
+                 measure=measure({cand: 0.95}), recheck=recheck)
+    export_for_triton(find_ptxas())
+    shipped = ship_run(run, tmp_path / "ship")
+    assert shipped.changed == 1 and shipped.module.name == "softmax_kernel_launch.py"
+    table = import_module(shipped.module)
+    assert table.KEY == ("M", "N", "dtype")
+    got = table.launch_kwargs(4096, 16384, "float16")
+    row = results.set_index("candidate_id").loc[cand]
+    assert got["ptx_options"] == f"--apply-controls {tmp_path / 'ship' / 'acf' / (row['acf'] + '.acf')}"
+    assert Path(got["ptx_options"].split(" ", 1)[1]).is_file()
+    import json
+
+    assert {k: v for k, v in got.items() if k != "ptx_options"} == json.loads(row["config"])
+    assert table.PREVIOUS[(4096, 16384, "float16")] == {"num_warps": 4, "num_stages": 1}  # the spec's default
+    assert table.launch_kwargs(1, 2, "float16") is None  # a key the campaign never measured
+    text = shipped.module.read_text()
+    assert "triton.Config carries no ptx_options" in text and "CHANGED to candidate" in text
