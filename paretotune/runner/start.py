@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from paretotune.campaign.acf_check import check_acf_files
+from paretotune.campaign.acf_check import check_acf_files, check_search_space
 from paretotune.campaign.load import Campaign
 from paretotune.campaign.resolve import make_adapter, make_objectives
 from paretotune.kernels.base import baseline_config
@@ -55,15 +55,17 @@ def run_meta(campaign: Campaign, ptxas: Ptxas, columns: Sequence[ObjectiveColumn
     return {"campaign": campaign.spec.name, "campaign_path": str(campaign.path), "target": campaign.target.name,
             "shapes": [s.label for s in campaign.shapes], "seed": seed, "versions": versions,
             "ptxas_path": str(ptxas.path), "objective_columns": [c.__dict__ for c in columns],
+            "acf_space": check_search_space(campaign),  # where CompileIQ's space came from (None: no generated ACFs)
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
 def check_before_import(campaign: Campaign) -> list[Objective]:
-    """The checks that need no kernel import (ACF files, objectives, a CUDA GPU when an objective needs one):
-    seconds, so they run before any worker process starts."""
+    """The checks that need no kernel import (ACF files or CompileIQ's space, objectives, a CUDA GPU when an
+    objective needs one): seconds, so they run before any worker process starts."""
     from paretotune.execution.gpu_check import require_gpu_for
 
     check_acf_files(campaign)
+    check_search_space(campaign)
     objectives = make_objectives(campaign)
     require_gpu_for(objectives, f"{campaign.path}: objectives", backend=campaign.spec.execution.backend)
     return objectives
