@@ -121,8 +121,11 @@ def test_unknown_ncu_metric(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
            "in the catalog" in line, line
 
 
-def test_debug_shows_the_traceback(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--debug", "run", str(BAD / "objective_unknown.yaml")]) == 2
+@pytest.mark.parametrize("argv", [["--debug", "run", str(BAD / "objective_unknown.yaml")],
+                                  ["run", str(BAD / "objective_unknown.yaml"), "--debug"]],  # where the hint leads
+                         ids=["before", "after"])
+def test_debug_shows_the_traceback(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
     err = capsys.readouterr().err
     assert "Traceback (most recent call last)" in err
     assert err.strip().splitlines()[-1].startswith("paretotune: error: ")
