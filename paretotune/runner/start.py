@@ -60,12 +60,11 @@ def run_meta(campaign: Campaign, ptxas: Ptxas, columns: Sequence[ObjectiveColumn
 
 
 def check_before_import(campaign: Campaign) -> list[Objective]:
-    """The checks that need no kernel import (ACF files or CompileIQ's space, objectives, a CUDA GPU when an
-    objective needs one): seconds, so they run before any worker process starts."""
+    """The checks that need no kernel import (ACF files, objectives, a CUDA GPU when an objective needs one):
+    seconds, so they run before any worker process starts."""
     from paretotune.execution.gpu_check import require_gpu_for
 
     check_acf_files(campaign)
-    check_search_space(campaign)
     objectives = make_objectives(campaign)
     require_gpu_for(objectives, f"{campaign.path}: objectives", backend=campaign.spec.execution.backend)
     return objectives
@@ -74,8 +73,11 @@ def check_before_import(campaign: Campaign) -> list[Objective]:
 def prepare_run(campaign: Campaign, ptxas: Ptxas, seed: int, objectives: Sequence[Objective]
                 ) -> tuple[dict[str, Any], Any]:
     """What is checkable after :func:`check_before_import` (which gave ``objectives``) and before a run
-    directory exists: the kernel import and its shapes. Returns the run's metadata and the kernel adapter (the
-    loop reuses it: its space and baselines are derived once). ``start_s`` in the metadata: seconds per step."""
+    directory exists, while the workers start: CompileIQ's space for generated ACFs (here, not before: importing
+    CompileIQ would hold the workers' start by half a second), the kernel import and its shapes. Returns the
+    run's metadata and the kernel adapter (the loop reuses it: its space and baselines are derived once).
+    ``start_s`` in the metadata: seconds per step."""
+    check_search_space(campaign)
     t1 = time.monotonic()
     adapter = make_adapter(campaign, trial_import=True)  # resolve the kernel before any work: a typo fails now
     t2 = time.monotonic()
