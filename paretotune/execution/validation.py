@@ -27,8 +27,11 @@ from paretotune.store.run_dir import RunDir
 
 
 def choose_candidates(run: RunDir, top: int) -> list[int]:
-    """Best first: the all-shapes selection (multi-shape runs), then the rest of the ranked front."""
+    """Best first: the all-shapes selection (multi-shape runs), then the rest of front 0 in the order ``front``
+    shows it (the knee first; of equal points the simplest build first)."""
     from paretotune.pareto import rank_fronts, select_all_shapes
+    from paretotune.pareto.choose import baseline_config, knee_order
+    from paretotune.pareto.table import baseline_row
 
     results = run.results()
     columns = run.objective_columns()
@@ -36,6 +39,9 @@ def choose_candidates(run: RunDir, top: int) -> list[int]:
     if len({c.shape for c in columns}) > 1:
         ids += [int(c) for c in select_all_shapes(results, columns)["candidate_id"]]
     front = rank_fronts(results, run.directions()).front(0)
+    if len(front):
+        front = knee_order(front, run.directions(), baseline_config=baseline_config(
+            baseline_row(results, run.directions())))
     ids += [int(c) for c, b in zip(front["candidate_id"], front["is_baseline"]) if not b and int(c) not in ids]
     return ids[:top]
 

@@ -181,7 +181,8 @@ def _front(data: ReportData) -> str:
         rows.append(cells)
         classes.append("baseline" if r["is_baseline"] else "")
     intro = note("Front 0 ordered by knee pick (each objective rescaled to [0, 1] over the front, smallest sum "
-                 "first), as 'paretotune front' prints it. Runtimes read as speedup = baseline / candidate "
+                 "first; of equal sums the simpler build first: no ACF, then fewer knobs changed from the baseline), "
+                 "as 'paretotune front' prints it: row 1 is the one to ship. Runtimes read as speedup = baseline / candidate "
                   "(1.15x is 15% faster, > 1 is better); other objectives as value / baseline (0.54x registers, "
                   "1.5x occupancy is 50% more). ACF share: the same config without its ACF over the candidate, "
                   "as a speedup (> 1: the ACF helped). ACF files: <run>/acf/<sha>.acf.")

@@ -47,8 +47,8 @@ def test_json_report(tmp_path: Path, capsys: pytest.CaptureFixture[str],
     doc = json.loads(run_front(run_dir, capsys, "--json"))
     assert doc["n_evaluated"] == 5
     assert doc["baseline"]["candidate_id"] == 0
-    assert [r["candidate_id"] for r in doc["front"]] == [1, 2]
-    first = doc["front"][0]
+    assert [r["candidate_id"] for r in doc["front"]] == [2, 1]  # a knee tie (each best on two of four): no ACF first
+    first = doc["front"][1]
     assert first["acf"] == ACF and first["config"] == {"BLOCK": 128} and first["crowding"] is None  # inf -> null
     # raw value and ratio kept; a time objective also reads as a speedup (baseline / candidate)
     assert first["values"]["runtime@a"] == {"value": 0.1, "unit": "ms", "ratio": pytest.approx(0.5),
