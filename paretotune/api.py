@@ -51,10 +51,10 @@ class Run:
     def validate(self, candidates: list[int] | None = None, *, top: int = 6, rounds: int = 30, rep_ms: float = 50.0,
                  warmup_ms: float = 10.0, alpha: float = 0.01, min_effect: float = 0.5) -> pd.DataFrame:
         """Re-measure winners against the baseline on the GPU (``paretotune validate``); the verdict table."""
-        from paretotune.execution.gpu_check import require_gpu
-        from paretotune.execution.validation import run_validation
+        from paretotune.execution.validation import require_gpu_to_validate, run_validation
+        from paretotune.store.run_dir import RunDir
 
-        require_gpu("Run.validate (it re-measures runtimes)")
+        require_gpu_to_validate(RunDir.open(self.path), "Run.validate (it re-measures runtimes)")
         with main_not_reimported():
             return run_validation(self.path, candidates=candidates, top=top, rounds=rounds, rep_ms=rep_ms,
                                   warmup_ms=warmup_ms, alpha=alpha, min_effect=min_effect)

@@ -148,8 +148,13 @@ def test_runtime_objective_without_a_gpu_is_one_line_before_any_work(tmp_path: P
     # validate names a damaged run folder first (harden-runs), so it is given a real (static) run
     static = _cli("run", "vector_add.yaml", "--out", str(tmp_path / "static"), "--quiet")
     assert static.returncode == 0, static.stderr
+    assert "outputs not checked: a static campaign builds every candidate but runs none" in static.stdout
     done = _cli("validate", str(tmp_path / "static"), cwd=tmp_path)
     assert done.returncode == 2 and "validate (it re-measures runtimes) needs a CUDA GPU" in done.stderr
+    # not "use static objectives", which the run already does: what a static run is, and where to validate it
+    assert "use static objectives" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert ("objectives (registers, theoretical_occupancy) are static: exact from the build, nothing to re-measure, "
+            "and no kernel ran, so no output was checked; validate it on a GPU machine") in done.stderr
 
 
 NOTEBOOK = '''
