@@ -157,6 +157,27 @@ def test_runtime_objective_without_a_gpu_is_one_line_before_any_work(tmp_path: P
             "and no kernel ran, so no output was checked; validate it on a GPU machine") in done.stderr
 
 
+def test_the_api_prints_the_front_and_refuses_a_used_folder_in_its_own_words(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """paretotune.run prints what `paretotune run` prints (was: nothing unless quiet=False, undocumented); run
+    twice into one folder is a UserError about out=, its traceback the call alone (was: a full traceback about
+    --out, a flag the API has not got)."""
+    import traceback
+
+    import paretotune
+
+    run = paretotune.run(EXAMPLES / "vector_add.yaml", out=tmp_path / "run")
+    printed = capsys.readouterr().out
+    assert "on the Pareto front" in printed and "outputs not checked" in printed and not run.results.empty
+    with pytest.raises(paretotune.UserError) as caught:
+        paretotune.run(EXAMPLES / "vector_add.yaml", out=tmp_path / "run")
+    message = str(caught.value)
+    assert message.startswith(f"out={str(tmp_path / 'run')!r}: already holds a run; pass another out=") and \
+        "--out" not in message and "paretotune.open_run(" in message
+    ours = [f for f in traceback.extract_tb(caught.value.__traceback__) if f"{os.sep}paretotune{os.sep}" in f.filename]
+    assert [(Path(f.filename).name, f.name) for f in ours] == [("api.py", "run")]
+
+
 NOTEBOOK = '''
 import torch, triton, triton.language as tl
 import paretotune
