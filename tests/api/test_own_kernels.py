@@ -305,6 +305,25 @@ def test_progress_line_shows_the_best_speedup_per_shape() -> None:
     assert best.text() == " best speedup: runtime@a 2.000x, runtime@b 1.250x"
 
 
+def test_progress_line_of_a_static_campaign_whose_first_objective_is_flat() -> None:
+    """The quickstart: spill bytes are 0 for the baseline and every candidate (no ratio), yet the line shows the
+    best registers and occupancy ratios (was: no "best" at all while the first objective did not move)."""
+    from paretotune.records import TrialRecord
+    from paretotune.runner.progress_bar import BestSoFar
+    from paretotune.store import ObjectiveColumn
+
+    columns = [ObjectiveColumn("spill_bytes", "min", "spill_bytes", "wide"),
+               ObjectiveColumn("registers", "min", "registers", "wide"),
+               ObjectiveColumn("theoretical_occupancy", "max", "theoretical_occupancy", "wide")]
+
+    def rec(cid: int, registers: float, occupancy: float, base: bool = False) -> TrialRecord:
+        return TrialRecord(cid, 0, {}, None, base, "ok", values={"spill_bytes": 0.0, "registers": registers,
+                                                                 "theoretical_occupancy": occupancy})
+
+    best = BestSoFar(columns, [rec(0, 167, 18.75, base=True), rec(1, 56, 50.0), rec(2, 30, 100.0)])
+    assert best.text() == " best x baseline: registers 0.180x, theoretical_occupancy 5.333x"
+
+
 def test_a_kernel_object_from_an_ended_session_is_a_one_line_error(tmp_path: Path) -> None:
     from paretotune.campaign.load import load_campaign
     from paretotune.campaign.resolve import make_adapter
