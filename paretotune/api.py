@@ -51,10 +51,10 @@ class Run:
     def validate(self, candidates: list[int] | None = None, *, top: int = 6, rounds: int = 30, rep_ms: float = 50.0,
                  warmup_ms: float = 10.0, alpha: float = 0.01, min_effect: float = 0.5) -> pd.DataFrame:
         """Re-measure winners against the baseline on the GPU (``paretotune validate``); the verdict table."""
-        from paretotune.execution.gpu_check import require_gpu
-        from paretotune.execution.validation import run_validation
+        from paretotune.execution.validation import require_gpu_to_validate, run_validation
+        from paretotune.store.run_dir import RunDir
 
-        require_gpu("Run.validate (it re-measures runtimes)")
+        require_gpu_to_validate(RunDir.open(self.path), "Run.validate (it re-measures runtimes)")
         with main_not_reimported():
             return run_validation(self.path, candidates=candidates, top=top, rounds=rounds, rep_ms=rep_ms,
                                   warmup_ms=warmup_ms, alpha=alpha, min_effect=min_effect)
@@ -81,16 +81,31 @@ def open_run(path: str | Path) -> Run:
 
 
 def run(campaign: str | Path | Mapping[str, Any], *, out: str | Path | None = None, kernel: Any = None,
-        seed: int | None = None, quiet: bool = True) -> Run:
+        seed: int | None = None, quiet: bool = False) -> Run:
     """Run a campaign (a YAML file, or the same structure as a dict) and return its run directory.
 
     ``kernel`` (or ``campaign["kernel"]["source"]``) may be a spec object (``TritonKernel``,
-    ``HelionKernel``) instead of an import string. ``quiet`` hides the progress bar and the front table.
+    ``HelionKernel``) instead of an import string. It prints what ``paretotune run`` prints (the progress bar,
+    the front); ``quiet=True`` prints nothing. ``out``: a new or empty folder (default ``runs/<name>-<time>``).
+    Bad input raises :class:`~paretotune.errors.UserError`, its message the one line the CLI prints and its
+    traceback from this call only (the frames below it are paretotune's checks, not the caller's problem).
     """
+    try:
+        return _run(campaign, out=out, kernel=kernel, seed=seed, quiet=quiet)
+    except UserError as exc:
+        raise exc.with_traceback(None) from None
+
+
+def _run(campaign: str | Path | Mapping[str, Any], *, out: str | Path | None, kernel: Any, seed: int | None,
+         quiet: bool) -> Run:
     from paretotune.campaign.acf_check import check_toolchain
     from paretotune.runner.session import start_and_execute
+    from paretotune.store.run_dir import META
     from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 
+    if out is not None and (Path(out) / META).is_file():  # the CLI's own words would say --out
+        raise UserError(f"out={str(out)!r}: already holds a run; pass another out= for a new one "
+                        f"(paretotune.open_run({str(out)!r}) reads this one)")
     loaded = _load(campaign, kernel)
     if seed is not None:
         loaded = loaded.with_seed(seed)

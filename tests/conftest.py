@@ -6,9 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from paretotune.toolchain.ciq_space import checkout_copy
+
 ROOT = Path(__file__).resolve().parents[1]
-_SHARED_SPACES = ROOT.parent / "shared" / "compileiq"
-if "CIQ_SEARCH_SPACES_DIR" not in os.environ and _SHARED_SPACES.is_dir():
+# ../shared/compileiq beside the checkout, the copy paretotune reads itself when the variable is unset; set here
+# too for the tests that hand CompileIQ a PtxasSearchSpace directly
+_SHARED_SPACES = checkout_copy()
+if "CIQ_SEARCH_SPACES_DIR" not in os.environ and _SHARED_SPACES is not None:
     os.environ["CIQ_SEARCH_SPACES_DIR"] = str(_SHARED_SPACES)
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 

@@ -20,6 +20,18 @@ def check_acf_files(campaign: Campaign) -> None:
     acf_options(campaign.spec.acf, campaign.path.parent, f"{campaign.path}: acf")
 
 
+def check_search_space(campaign: Campaign) -> dict[str, str] | None:
+    """Find a generated ACF space (``acf.search_space``) before any work: offline without one is a one-line error
+    naming ``CIQ_SEARCH_SPACES_DIR``, not a network failure after the baseline. Returns where it was found (for
+    run.json), None for a campaign without a generated space."""
+    acf = campaign.spec.acf
+    if acf.kind != "generated":
+        return None
+    from paretotune.toolchain.ciq_space import ptxas_space_file
+
+    return ptxas_space_file(acf.ptxas_version, f"{campaign.path}: acf.search_space").as_meta()
+
+
 def check_toolchain(campaign: Campaign, ptxas: Any) -> None:
     """Refuse ACFs the ptxas found would reject: another release's search space, or files whose version record
     (``<name>.json`` next to ``<name>.acf``, as the run directory keeps them) names another ptxas or target."""

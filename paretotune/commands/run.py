@@ -12,7 +12,8 @@ from paretotune.errors import UserError
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", type=Path, help="campaign YAML file")
     parser.add_argument("--out", type=Path, help="run directory (default: runs/<campaign>-<time>)")
-    parser.add_argument("--seed", type=int, help="seed for inputs and seeded engines (overrides the campaign)")
+    parser.add_argument("--seed", type=int, help="seed for the inputs and the search engine (overrides the campaign's "
+                        "seed): a static campaign gives the same records for the same seed (README: --seed)")
     parser.add_argument("--resume", action="store_true",
                         help="if --out already holds a run of this campaign, continue it (else start it)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

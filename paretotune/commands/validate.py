@@ -33,12 +33,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from paretotune.execution.gpu_check import require_gpu
-    from paretotune.execution.validation import validate_run
+    from paretotune.execution.validation import require_gpu_to_validate, validate_run
     from paretotune.store.run_dir import RunDir
 
-    RunDir.open(args.run_dir)  # a damaged or wrong folder is named first: it needs fixing on any machine
-    require_gpu("paretotune validate (it re-measures runtimes)")  # then, before any measuring work
+    run = RunDir.open(args.run_dir)  # a damaged or wrong folder is named first: it needs fixing on any machine
+    require_gpu_to_validate(run, "paretotune validate (it re-measures runtimes)")  # then, before any measuring
     candidates, shapes_of = args.candidates, None
     if args.per_bucket is not None:
         from paretotune.errors import UserError

@@ -33,12 +33,22 @@ def gpu_problem() -> str | None:
     return None
 
 
-def require_gpu(what: str, verb: str = "needs") -> None:
-    """Raise a one-line UserError when ``what`` needs a GPU and none is visible."""
+STATIC_INSTEAD = ("on a CPU machine use static objectives (registers, spill_bytes, shared_memory, "
+                  "theoretical_occupancy, compile_time)")
+STATIC_NOTE = ("outputs not checked: a static campaign builds every candidate but runs none (its objectives come "
+               "from the build); a runtime campaign on a GPU checks each candidate's output before timing it")
+
+
+def require_gpu(what: str, verb: str = "needs", instead: str = STATIC_INSTEAD) -> None:
+    """Raise a one-line UserError when ``what`` needs a GPU and none is visible; ``instead``: what to do."""
     problem = gpu_problem()
     if problem is not None:
-        raise UserError(f"{what} {verb} a CUDA GPU, but {problem}; on a CPU machine use static objectives "
-                        "(registers, spill_bytes, shared_memory, theoretical_occupancy, compile_time)")
+        raise UserError(f"{what} {verb} a CUDA GPU, but {problem}; {instead}")
+
+
+def measures_on_gpu(objectives: Iterable[Any]) -> bool:
+    """Whether any of ``objectives`` (objects with a ``stage``) is measured on a GPU."""
+    return any(o.stage in GPU_STAGES for o in objectives)
 
 
 def require_gpu_for(objectives: Iterable[Any], where: str, *, backend: str = "local") -> None:

@@ -27,9 +27,28 @@ from paretotune.execution.validate_worker import CONTROL_ID, validate_in_process
 from paretotune.store.run_dir import RunDir
 
 
+def require_gpu_to_validate(run: RunDir, what: str) -> None:
+    """One line before any work when no GPU is visible, saying what this run needs: a static run's
+    objectives are exact and its kernels never ran (nothing to re-measure here, outputs never checked); a
+    runtime run was measured on a GPU and is validated on one."""
+    from paretotune.execution.gpu_check import require_gpu
+    from paretotune.objectives.registry import OBJECTIVES
+
+    names = list(dict.fromkeys(c.objective for c in run.objective_columns()))
+    static = all(n in OBJECTIVES and OBJECTIVES[n].stage == "static" for n in names)
+    instead = (f"this run's objectives ({', '.join(names)}) are static: exact from the build, nothing to "
+               "re-measure, and no kernel ran, so no output was checked; validate it on a GPU machine to time its "
+               "front against the baseline and check the outputs" if static else
+               "validate it on a machine with the GPU it was measured on")
+    require_gpu(what, instead=instead)
+
+
 def choose_candidates(run: RunDir, top: int) -> list[int]:
-    """Best first: the all-shapes selection (multi-shape runs), then the rest of the ranked front."""
+    """Best first: the all-shapes selection (multi-shape runs), then the rest of front 0 in the order ``front``
+    shows it (the knee first; of equal points the simplest build first)."""
     from paretotune.pareto import rank_fronts, select_all_shapes
+    from paretotune.pareto.choose import baseline_config, knee_order
+    from paretotune.pareto.table import baseline_row
 
     results = run.results()
     columns = run.objective_columns()
@@ -37,6 +56,9 @@ def choose_candidates(run: RunDir, top: int) -> list[int]:
     if len({c.shape for c in columns}) > 1:
         ids += [int(c) for c in select_all_shapes(results, columns)["candidate_id"]]
     front = rank_fronts(results, run.directions()).front(0)
+    if len(front):
+        front = knee_order(front, run.directions(), baseline_config=baseline_config(
+            baseline_row(results, run.directions())))
     ids += [int(c) for c, b in zip(front["candidate_id"], front["is_baseline"]) if not b and int(c) not in ids]
     return ids[:top]
 

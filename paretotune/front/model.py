@@ -6,7 +6,8 @@ and rendered by ``paretotune front`` and the end of ``paretotune run`` (:mod:`pa
 table and summary (:mod:`paretotune.report.build`).
 
 Front 0 is ordered by the knee pick (:func:`paretotune.pareto.choose.knee_order`: each objective rescaled to
-[0, 1] over the front, smallest sum first), so row 1 is the balanced choice. The hypervolume leaves out the
+[0, 1] over the front, smallest sum first; ties simplest first: no ACF, then fewer knobs changed from the
+baseline), so row 1 is the balanced choice, and of equal points the one to ship. The hypervolume leaves out the
 columns :func:`paretotune.pareto.hypervolume_columns` leaves out, the rule progress.csv follows too.
 """
 from __future__ import annotations
@@ -26,7 +27,7 @@ from paretotune.pareto import (
     shapes_of,
 )
 from paretotune.pareto.attribution import acf_shares, share_label
-from paretotune.pareto.choose import knee_order
+from paretotune.pareto.choose import baseline_config, knee_order
 from paretotune.pareto.convention import versus_baseline
 from paretotune.pareto.table import baseline_row
 from paretotune.records import Direction
@@ -91,7 +92,8 @@ def front_of(results: pd.DataFrame, columns: list[ObjectiveColumn], run_dir: Pat
     baseline = baseline_row(results, directions)
     several_shapes = len(shapes_of(columns)) > 1
     measured = hypervolume_columns(results, directions)
-    front = knee_order(ranking.front(0), directions) if len(ranking.front(0)) else ranking.front(0)
+    front = (knee_order(ranking.front(0), directions, baseline_config=baseline_config(baseline))
+             if len(ranking.front(0)) else ranking.front(0))
     return FrontReport(
         run_dir=run_dir,
         columns=columns,

@@ -11,7 +11,8 @@ import math
 from paretotune.store import ObjectiveColumn
 
 TIME_UNITS = ("ms", "s", "us")
-PICK_TEXT = "ordered by knee pick (objectives rescaled to [0, 1] over the front; smallest sum first)"
+PICK_TEXT = ("ordered by knee pick (objectives rescaled to [0, 1] over the front; smallest sum first; "
+             "ties: no ACF first, then fewer knobs changed)")
 
 
 def unit_of(column: ObjectiveColumn) -> str:

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from paretotune.pareto.attribution import has_acf
+from paretotune.pareto.choose import baseline_config, knobs_changed
 from paretotune.pareto.indicators import normalize_to_baseline, require_baseline
 from paretotune.pareto.table import split_usable
 
@@ -51,7 +53,8 @@ def select_all_shapes(
     Ranking: speedup on a shape is ``1 / ratio`` of ``objective`` (default: the first objective listed,
     usually runtime) on that shape, i.e. ``baseline / candidate`` for a "min" objective. Candidates are
     ordered by the geometric mean of speedups over shapes (descending), then by the worst-shape speedup
-    (descending), then by candidate_id. Columns: ``rank`` (1 = ship this), ``candidate_id``, ``acf``,
+    (descending), then simplest first (no ACF before an ACF, then fewer knobs changed from the baseline's
+    config), then by candidate_id. Columns: ``rank`` (1 = ship this), ``candidate_id``, ``acf``,
     ``config``, ``geomean_speedup``, ``worst_speedup``, ``worst_shape`` and ``speedup@<shape>`` per shape.
     """
     if not columns:
@@ -97,8 +100,11 @@ def select_all_shapes(
     })
     for i, shape in enumerate(speed_columns):
         out[f"speedup@{shape}"] = speedups[:, i]
-    out = out.sort_values(["geomean_speedup", "worst_speedup", "candidate_id"], ascending=[False, False, True],
-                          kind="stable").reset_index(drop=True)
+    out["_acf"] = [has_acf(row) for _, row in out.iterrows()]
+    out["_knobs"] = [knobs_changed(c, baseline_config(baseline)) for c in out["config"]]
+    out = (out.sort_values(["geomean_speedup", "worst_speedup", "_acf", "_knobs", "candidate_id"],
+                           ascending=[False, False, True, True, True], kind="stable")
+           .drop(columns=["_acf", "_knobs"]).reset_index(drop=True))
     out.insert(0, "rank", np.arange(1, len(out) + 1))
     return out
 

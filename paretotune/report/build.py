@@ -73,11 +73,15 @@ def build_report_data(*, run_dir: str, meta: dict[str, Any], columns: list[Objec
                 notes["shapes"] = "no candidate other than the baseline evaluated successfully"
 
     parallel = None
+    axes = varying if len(varying) > 1 else columns  # the constant columns the summary names are left out
     if len(columns) > 2:
         if ranked.empty:
             notes["parallel"] = "no candidate evaluated successfully"
+        elif len(axes) > 2:
+            parallel = ParallelPlot(columns=list(axes), rows=_parallel_rows(ranked, axes))
         else:
-            parallel = ParallelPlot(columns=list(columns), rows=_parallel_rows(ranked, columns))
+            notes["parallel"] = (f"only {len(axes)} objectives vary ({', '.join(c.column for c in axes)}): the pair "
+                                 "plot shows them all")
 
     progress = None
     if base is None:
@@ -129,8 +133,28 @@ def _pairs(ranked: pd.DataFrame, columns: list[ObjectiveColumn],
                   .reset_index().sort_values(["front", "x", "y"], ascending=[False, True, True], kind="stable")
                   .reset_index(drop=True))
         base_xy = None if baseline is None else (baseline[x.column], baseline[y.column])
-        pairs.append(PairPlot(x=x, y=y, points=points, baseline=base_xy))
+        shown = [points["x"].to_numpy(float), points["y"].to_numpy(float)]
+        pairs.append(PairPlot(x=x, y=y, points=points, baseline=base_xy,
+                              log_x=log_axis(np.r_[shown[0], [] if base_xy is None else [base_xy[0]]]),
+                              log_y=log_axis(np.r_[shown[1], [] if base_xy is None else [base_xy[1]]])))
     return pairs, max(0, len(combos) - MAX_PAIRS)
+
+
+LOG_GAIN = 2.0  # a log axis when it gives the middle half of the values at least this many times more room
+
+
+def log_axis(values: np.ndarray) -> bool:
+    """Whether an axis over ``values`` reads better on a log scale: every value positive, and the middle half of
+    the distinct values (quartile to quartile) takes :data:`LOG_GAIN` times more of a log axis than of a linear
+    one, as when one outlier far above the rest squeezes them into a corner. A value of 0 (spill bytes) keeps
+    the axis linear: a log one cannot show it."""
+    distinct = np.unique(values[np.isfinite(values)])
+    if len(distinct) < 3 or distinct[0] <= 0:
+        return False
+    low, high = np.percentile(distinct, [25, 75])
+    linear = (high - low) / (distinct[-1] - distinct[0])
+    logarithmic = math.log(high / low) / math.log(distinct[-1] / distinct[0])
+    return bool(logarithmic >= LOG_GAIN * linear)
 
 
 def _id_label(ids: pd.Series) -> str:

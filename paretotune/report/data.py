@@ -46,13 +46,17 @@ class PairPlot:
 
     ``points`` has one row per distinct (x, y) among the non-baseline candidates -- static objectives such as
     register counts repeat a lot -- with ``x``, ``y``, ``front`` (best front among them), ``count`` and
-    ``ids`` (candidate ids, truncated). ``baseline`` is the baseline's (x, y), drawn on top.
+    ``ids`` (candidate ids, truncated). ``baseline`` is the baseline's (x, y), drawn on top. ``log_x`` /
+    ``log_y``: that axis is logarithmic, where an outlier far above the rest would squeeze them into a corner
+    of a linear one (:func:`paretotune.report.build.log_axis`).
     """
 
     x: ObjectiveColumn
     y: ObjectiveColumn
     points: pd.DataFrame
     baseline: tuple[float, float] | None
+    log_x: bool = False
+    log_y: bool = False
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,8 @@ class ShapeChart:
 
 @dataclass(frozen=True)
 class ParallelPlot:
-    """Every usable row on parallel axes (more than two objective columns). ``rows`` has ``candidate_id``,
+    """Every usable row on parallel axes, one per objective column that varies (more than two of them: the
+    constant ones the summary names are left out, as in the pair plots). ``rows`` has ``candidate_id``,
     ``group`` ("baseline" | "front 0" | "dominated") and the objective columns."""
 
     columns: list[ObjectiveColumn]

@@ -48,8 +48,9 @@ def figures(data: ReportData) -> list[tuple[str, Any]]:
     return out
 
 
-def axis_title(column: ObjectiveColumn) -> str:
-    return f"{column.column} ({'lower' if column.direction == 'min' else 'higher'} is better)"
+def axis_title(column: ObjectiveColumn, log: bool = False) -> str:
+    return (f"{column.column} ({'lower' if column.direction == 'min' else 'higher'} is better"
+            f"{', log scale' if log else ''})")
 
 
 def _layout(fig: Any, title: str, **extra: Any) -> Any:
@@ -84,7 +85,9 @@ def pair_figure(pair: PairPlot) -> Any:
         fig.add_trace(g.Scatter(x=[pair.baseline[0]], y=[pair.baseline[1]], mode="markers", name="baseline",
                                 hovertemplate="baseline<br>x %{x:.4g}, y %{y:.4g}<extra></extra>",
                                 marker={"symbol": "star", "size": 17, "color": BASELINE_COLOR}))
-    return _layout(fig, pair_title(pair), xaxis_title=axis_title(pair.x), yaxis_title=axis_title(pair.y))
+    return _layout(fig, pair_title(pair), xaxis_title=axis_title(pair.x, pair.log_x),
+                   yaxis_title=axis_title(pair.y, pair.log_y), xaxis_type="log" if pair.log_x else "linear",
+                   yaxis_type="log" if pair.log_y else "linear")
 
 
 def pair_title(pair: PairPlot) -> str:

@@ -181,10 +181,13 @@ def _front(data: ReportData) -> str:
         rows.append(cells)
         classes.append("baseline" if r["is_baseline"] else "")
     intro = note("Front 0 ordered by knee pick (each objective rescaled to [0, 1] over the front, smallest sum "
-                 "first), as 'paretotune front' prints it. Runtimes read as speedup = baseline / candidate "
-                  "(1.15x is 15% faster, > 1 is better); other objectives as value / baseline (0.54x registers, "
+                 "first; of equal sums the simpler build first: no ACF, then fewer knobs changed from the baseline), "
+                 "as 'paretotune front' prints it: row 1 is the one to ship. Runtimes read as speedup = baseline / "
+                  "candidate (1.15x is 15% faster, > 1 is better); other objectives as value / baseline (0.54x registers, "
                   "1.5x occupancy is 50% more). ACF share: the same config without its ACF over the candidate, "
-                  "as a speedup (> 1: the ACF helped). ACF files: <run>/acf/<sha>.acf.")
+                  "as a speedup (> 1: the ACF helped). Crowding: the NSGA-II crowding distance, how far a point "
+                  "is from its neighbours on the front (larger = more isolated); ∞ for the points at either end "
+                  "of an objective's range, which every front keeps. ACF files: <run>/acf/<sha>.acf.")
     return section("front", f"Pareto front ({len(front)})",
                    [intro, html_table(headers, rows, text_columns={"acf", "acf share", "config"},
                                       row_classes=classes)])

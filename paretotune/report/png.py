@@ -88,8 +88,10 @@ def _pair(ax: Any, pair: PairPlot) -> None:
     if pair.baseline is not None:
         ax.scatter([pair.baseline[0]], [pair.baseline[1]], marker="*", s=260, c=BASELINE_COLOR, label="baseline",
                    zorder=4)
-    ax.set_xlabel(axis_title(pair.x), fontsize=9)
-    ax.set_ylabel(axis_title(pair.y), fontsize=9)
+    ax.set_xscale("log" if pair.log_x else "linear")
+    ax.set_yscale("log" if pair.log_y else "linear")
+    ax.set_xlabel(axis_title(pair.x, pair.log_x), fontsize=9)
+    ax.set_ylabel(axis_title(pair.y, pair.log_y), fontsize=9)
     ax.set_title(pair_title(pair), fontsize=11)
     ax.grid(alpha=0.3)
 

@@ -29,6 +29,15 @@ Costly engine checkpoints (CompileIQ's grows with the run: 0.13 s a save at 50 r
 loop while the GPU waited: on GPU evaluators a save of :data:`COSTLY_SAVE_S` or more is made at most once per
 :data:`SAVE_SPACING` x its time. A crash between engine saves loses the engine's learning since, never a record.
 
+Same seed, same records. Where nothing is measured on a GPU (a static campaign: registers, spills, occupancy
+from the build), the steady schedule tells the engine each record in the order its candidate was issued, not in
+the order its compile happened to finish (:func:`released_in_order`; each is stored as it comes all the same):
+the engine sees the same tells in the same order, is asked at the same points, and proposes the same
+candidates under the same ids whatever the compile times. (``results.jsonl`` keeps arrival order, which is
+timing; by candidate id its records are the same.) The generational schedule tells a whole generation at once,
+in issue order. On a GPU the steady schedule tells records as they come: measured times differ from run to run
+anyway, and the GPU must not wait behind one slow compile. A ``search.wall_clock_s`` limit ends a run at a time.
+
 After the budget, the no-ACF twins of front 0's ACF configs (:mod:`paretotune.search.twins`) go through the
 same two commit points as one more batch, never told to the engine; a resume adds only the missing ones.
 """
@@ -37,7 +46,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +100,19 @@ def minimization_vector(record: TrialRecord, columns: Sequence[ObjectiveColumn])
             return None
         out.append(-v if col.direction == "max" else v)
     return tuple(out)
+
+
+def released_in_order(records: Iterable[TrialRecord], first_waiting: Callable[[], int | None]
+                      ) -> Iterator[TrialRecord]:
+    """``records`` as they arrive, each held until it is ``first_waiting()`` (the earliest-issued candidate not
+    passed on yet; asked again after each one the caller takes). What is still held when the stream ends follows
+    in arrival order, for the caller's checks to name."""
+    held: dict[int, TrialRecord] = {}
+    for rec in records:
+        held[rec.candidate_id] = rec
+        while (first := first_waiting()) in held:
+            yield held.pop(first)
+    yield from held.values()
 
 
 def make_evaluator(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Sequence[Objective]) -> Evaluator:
@@ -261,14 +283,26 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
         refill()
         # the evaluator drains in its own thread: the GPU measures the next candidate while this one is told
         records = in_background(evaluator.stream(feed))
-        try:
+        kept: set[int] = set()  # stored, not told yet
+
+        def stored() -> Iterator[TrialRecord]:
+            """Each record stored as it arrives: a crash loses no finished evaluation."""
             for rec in records:
-                if rec.candidate_id not in pending:
+                if rec.candidate_id not in pending or rec.candidate_id in kept:
                     raise RuntimeError(f"evaluator returned an unexpected record for candidate {rec.candidate_id}")
                 twin_of = pending[rec.candidate_id].twin_of  # a twin batch in flight when a run was killed
                 if twin_of is not None:
                     rec = dataclasses.replace(rec, extra={**rec.extra, TWIN_OF: twin_of})
                 keep(rec)
+                kept.add(rec.candidate_id)
+                yield rec
+
+        arriving = stored()
+        if not evaluator.measures_on_gpu:  # told in issue order: same seed, same records (module docstring)
+            arriving = released_in_order(arriving, lambda: min(pending, default=None))
+        try:
+            for rec in arriving:
+                kept.discard(rec.candidate_id)
                 told([rec])
                 refill()
         finally:  # on a crash, the evaluator's thread must not wait on the feed for more

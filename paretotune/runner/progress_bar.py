@@ -8,16 +8,19 @@ from typing import Any
 from paretotune.records import TrialRecord
 
 
+MAX_CELLS = 4  # columns shown on the progress line; the rest are counted
+
+
 class BestSoFar:
     """The best speedup so far per time column (runtime@shape), or for a static campaign the best ratio to the
-    baseline of the first objective per shape, for the progress line (one reading: see pareto/convention)."""
+    baseline per objective column, for the progress line (one reading: see pareto/convention). A column whose
+    ratio is undefined (a baseline of 0, as spill bytes usually are) is left out, not the whole line."""
 
     def __init__(self, columns: list[Any], records: list[TrialRecord]) -> None:
         from paretotune.pareto.convention import is_time
 
         timed = [c for c in columns if is_time(c)]
-        first = columns[0].objective if columns else ""
-        self.columns = timed or [c for c in columns if c.objective == first]
+        self.columns = timed or list(columns)
         self.speedups = bool(timed)
         self.baseline: dict[str, float] = {}
         self.best: dict[str, float] = {}
@@ -46,8 +49,10 @@ class BestSoFar:
     def text(self) -> str:
         if not self.best:
             return ""
-        cells = ", ".join(f"{col} {value:.3f}x" for col, value in self.best.items())
-        return f" best {'speedup' if self.speedups else 'x baseline'}: {cells}"
+        shown = [c.column for c in self.columns if c.column in self.best]
+        cells = ", ".join(f"{col} {self.best[col]:.3f}x" for col in shown[:MAX_CELLS])
+        more = f" (+{len(shown) - MAX_CELLS} more)" if len(shown) > MAX_CELLS else ""
+        return f" best {'speedup' if self.speedups else 'x baseline'}: {cells}{more}"
 
 
 class ProgressBar:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from paretotune.campaign.acf_check import check_acf_files, check_toolchain
+from paretotune.campaign.acf_check import check_acf_files, check_search_space, check_toolchain
 from paretotune.campaign.load import Campaign, campaign_from_text
 from paretotune.campaign.resolve import make_adapter, make_objectives
 from paretotune.errors import ToolchainError, UserError
@@ -179,6 +179,7 @@ def prepare_resume(run: RunDir, ptxas: Any, *, expect: Campaign | None = None,
     check_ptxas(run, campaign, ptxas)
     check_toolchain(campaign, ptxas)
     check_acf_files(campaign)
+    check_search_space(campaign)
     point = resume_point(run)
     check_in_flight_acfs(run, point, ptxas, campaign.target.name)
     adapter = make_adapter(campaign, trial_import=True)

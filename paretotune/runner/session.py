@@ -129,6 +129,8 @@ def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engin
     the campaign's wall time as its user sees it (a 60 s budget ends about 60 s after the command started)."""
     from dataclasses import replace
 
+    from paretotune.campaign.resolve import make_objectives
+    from paretotune.execution.gpu_check import STATIC_NOTE, measures_on_gpu
     from paretotune.runner.loop import LoopState, run_campaign
 
     total = campaign.spec.search.budget + 1
@@ -149,6 +151,8 @@ def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engin
         print(render_json(build_front(run.path)))
         return 0
     print(f"\n{evaluated_line(records)} in {time.perf_counter() - started:.1f} s{stored}")
+    if not measures_on_gpu(make_objectives(campaign)):
+        print(STATIC_NOTE)
     timing = (run.meta().get("timing") or [{}])[-1]
     if timing.get("gpu_busy_fraction") is not None:
         build = timing.get("gpu_build_s_per_candidate")

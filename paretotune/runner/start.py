@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from paretotune.campaign.acf_check import check_acf_files
+from paretotune.campaign.acf_check import check_acf_files, check_search_space
 from paretotune.campaign.load import Campaign
 from paretotune.campaign.resolve import make_adapter, make_objectives
 from paretotune.kernels.base import baseline_config
@@ -55,6 +55,7 @@ def run_meta(campaign: Campaign, ptxas: Ptxas, columns: Sequence[ObjectiveColumn
     return {"campaign": campaign.spec.name, "campaign_path": str(campaign.path), "target": campaign.target.name,
             "shapes": [s.label for s in campaign.shapes], "seed": seed, "versions": versions,
             "ptxas_path": str(ptxas.path), "objective_columns": [c.__dict__ for c in columns],
+            "acf_space": check_search_space(campaign),  # where CompileIQ's space came from (None: no generated ACFs)
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
@@ -72,8 +73,11 @@ def check_before_import(campaign: Campaign) -> list[Objective]:
 def prepare_run(campaign: Campaign, ptxas: Ptxas, seed: int, objectives: Sequence[Objective]
                 ) -> tuple[dict[str, Any], Any]:
     """What is checkable after :func:`check_before_import` (which gave ``objectives``) and before a run
-    directory exists: the kernel import and its shapes. Returns the run's metadata and the kernel adapter (the
-    loop reuses it: its space and baselines are derived once). ``start_s`` in the metadata: seconds per step."""
+    directory exists, while the workers start: CompileIQ's space for generated ACFs (here, not before: importing
+    CompileIQ would hold the workers' start by half a second), the kernel import and its shapes. Returns the
+    run's metadata and the kernel adapter (the loop reuses it: its space and baselines are derived once).
+    ``start_s`` in the metadata: seconds per step."""
+    check_search_space(campaign)
     t1 = time.monotonic()
     adapter = make_adapter(campaign, trial_import=True)  # resolve the kernel before any work: a typo fails now
     t2 = time.monotonic()

@@ -7,7 +7,6 @@ more categorical choice (``ACF_KNOB``, option 0 = no ACF). In MANUAL mode the en
 from __future__ import annotations
 
 import json
-import os
 import re
 import warnings
 from pathlib import Path
@@ -24,14 +23,31 @@ INVALID = "*"
 ACF_KNOB = "__acf__"  # the finite-list choice inside CompileIQ's user-parameter dict
 
 
-def _ptxas_space(version: str) -> Any:
-    from compileiq.search_spaces.compilers import PtxasSearchSpace
+def _ptxas_space(version: str) -> Path:
+    """The PTXAS ``version`` space's local file (:mod:`paretotune.toolchain.ciq_space` finds it or says how to)."""
+    from paretotune.toolchain.ciq_space import ptxas_space_file
 
-    try:
-        return PtxasSearchSpace(version=version)
-    except Exception as exc:  # noqa: BLE001 - CompileIQ raises several types for "cannot resolve"
-        hint = "" if os.environ.get("CIQ_SEARCH_SPACES_DIR") else " (offline? set CIQ_SEARCH_SPACES_DIR to a folder with manifest.json and the .bin)"
-        raise UserError(f"acf.search_space: cannot load the PTXAS {version} search space: {exc}{hint}") from None
+    return ptxas_space_file(version).path
+
+
+def _engine(seed: int | None) -> Any:
+    """CompileIQ's default engine (amber), seeded: its samples, knockouts and evolution are then the same for the
+    same seed and the same tells. (The ACF bytes still differ: each sample is encrypted with a fresh nonce.)"""
+    from compileiq.backends import EngineConfig
+
+    return EngineConfig(name="amber", options={} if seed is None else {"seed": seed})
+
+
+def sample_acfs(version: str, count: int, seed: int) -> list[bytes]:
+    """``count`` ACFs drawn from the PTXAS ``version`` space by CompileIQ's sampler, the same draws for the same
+    ``seed`` (a sampler keeps its seed, so each batch needs its own)."""
+    from compileiq.ciq import Search
+    from compileiq.types import SearchConfiguration, WorkerTypes
+
+    sampler = Search(objective_function=lambda _c: 0.0, search_space=_ptxas_space(version),
+                     search_config=SearchConfiguration(problem_type="min", pool_size=max(count, 6), generations=1),
+                     worker_type=WorkerTypes.MANUAL, engine=_engine(seed))
+    return [bytes.fromhex(h) for h in sampler.sample(count)]
 
 
 _EXHAUSTED = re.compile(r"only (\d+) untried candidate")
@@ -51,10 +67,12 @@ class CompileIQEngine:
     asynchronous = True  # its ask/tell backend allows multiple outstanding asks and tells of any subset
 
     def __init__(self, space: SearchSpace, *, num_objectives: int, pool_size: int, generations: int,
-                 seed_config: Mapping[str, Any] | None = None, seed_prob: float = 0.5) -> None:
+                 seed_config: Mapping[str, Any] | None = None, seed_prob: float = 0.5,
+                 seed: int | None = None) -> None:
         """``seed_config`` (e.g. the baseline's) seeds the search: each knob is left out of an initial candidate
         with probability ``seed_prob`` (CompileIQ's ``knockout_prob``) and a knob left out takes the seed's
-        value, so the first generation starts around the seed and evolution turns knobs on."""
+        value, so the first generation starts around the seed and evolution turns knobs on. ``seed``: CompileIQ's
+        random seed; the same seed and the same tells give the same proposals."""
         from compileiq.ciq import Search
         from compileiq.search_spaces import base as ss
         from compileiq.types import SearchConfiguration, WorkerTypes
@@ -76,9 +94,11 @@ class CompileIQEngine:
             raise UserError("search: nothing to search (every knob has one value and there is no ACF space)")
         config = SearchConfiguration(problem_type="min", generations=generations, pool_size=pool_size,
                                      num_objectives=num_objectives)
-        self._search = Search(objective_function=lambda _c: 0.0, search_space=parts if len(parts) > 1 else parts[0],
+        self._parts = parts if len(parts) > 1 else parts[0]
+        self._search = Search(objective_function=lambda _c: 0.0, search_space=self._parts,
                               search_config=config, worker_type=WorkerTypes.MANUAL,
-                              exit_on_failure=False)  # a generation of failures is data, not the end
+                              exit_on_failure=False,  # a generation of failures is data, not the end
+                              engine=_engine(seed))
         self._has_user = bool(user)
 
     def _decode(self, params: Any) -> tuple[dict[str, Any], bytes | None]:
@@ -132,13 +152,18 @@ class CompileIQEngine:
         return True
 
     def restore(self, path: str) -> None:
-        """Continue from :meth:`save` on a fresh engine; proposals pending at save time stay pending (same ids)."""
+        """Continue from :meth:`save` on a fresh engine; proposals pending at save time stay pending (same ids).
+        The search is rebuilt from the checkpoint (CompileIQ's way for a seeded engine: the seed, the generator's
+        state and the configuration are the checkpoint's)."""
         from compileiq.backends import PendingCandidatePolicy
+        from compileiq.ciq import Search
 
-        self._search.restore_checkpoint(Path(path), pending_policy=PendingCandidatePolicy.RESUBMIT)
+        self._search = Search.from_checkpoint(Path(path), objective_function=lambda _c: 0.0,
+                                              search_space=self._parts,
+                                              pending_policy=PendingCandidatePolicy.RESUBMIT)
 
 
 def create(space: SearchSpace, options: EngineOptions) -> CompileIQEngine:
     """The registry's entry point (:mod:`paretotune.search.registry`; its pool size is checked there)."""
     return CompileIQEngine(space, num_objectives=options.n_objectives, pool_size=options.pool_size,
-                           generations=options.generations, seed_config=options.seed_config)
+                           generations=options.generations, seed_config=options.seed_config, seed=options.seed)

@@ -1,14 +1,13 @@
 """Uniform random search: the baseline every smarter engine must beat at equal budget.
 
 Kernel knobs and finite-list ACFs (no-ACF included, as one option among the others) are drawn with a seeded
-numpy generator; generated ACFs are drawn from CompileIQ's PTXAS space (its sampler has no seed, so those
-draws are not reproducible from ``seed``). Draws are with replacement; the registry's de-duplication makes
-repeated points free, which turns this into sampling without replacement on small spaces.
+numpy generator; generated ACFs are drawn from CompileIQ's PTXAS space by its sampler, seeded from that
+generator batch by batch, so the same ``seed`` gives the same draws. Draws are with replacement; the registry's
+de-duplication makes repeated points free, which turns this into sampling without replacement on small spaces.
 """
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import numpy as np
 
@@ -22,22 +21,16 @@ class RandomEngine:
         self.space, self.pool_size = space, pool_size
         self._rng = np.random.default_rng(seed)
         self._count = 0
-        self._sampler: Any = None
-        if space.acf == "generated":
-            from compileiq.ciq import Search
-            from compileiq.types import SearchConfiguration, WorkerTypes
-
+        if space.acf == "generated":  # the space is found (or its absence said) before the first ask
             from paretotune.search.compileiq_engine import _ptxas_space
 
-            self._sampler = Search(objective_function=lambda _c: 0.0,
-                                   search_space=_ptxas_space(space.ptxas_version),
-                                   search_config=SearchConfiguration(problem_type="min", pool_size=max(pool_size, 6),
-                                                                     generations=1),
-                                   worker_type=WorkerTypes.MANUAL)
+            _ptxas_space(space.ptxas_version)
 
     def _acfs(self) -> list[bytes | None]:
-        if self._sampler is not None:
-            return [bytes.fromhex(h) for h in self._sampler.sample(self.pool_size)]
+        if self.space.acf == "generated":
+            from paretotune.search.compileiq_engine import sample_acfs
+
+            return sample_acfs(self.space.ptxas_version, self.pool_size, int(self._rng.integers(2**63)))
         if self.space.acf == "finite":
             options = self.space.acf_options
             return [options[int(self._rng.integers(len(options)))].data for _ in range(self.pool_size)]
@@ -57,7 +50,7 @@ class RandomEngine:
         """Random search learns nothing."""
 
     def save(self, path: str) -> bool:
-        """The generator state and the id counter (the unseeded ACF sampler has no state worth keeping)."""
+        """The generator state (the ACF sampler's seeds come from it) and the id counter."""
         atomic_write_json(path, {"count": self._count, "rng": self._rng.bit_generator.state})
         return True
 

@@ -148,8 +148,34 @@ def test_runtime_objective_without_a_gpu_is_one_line_before_any_work(tmp_path: P
     # validate names a damaged run folder first (harden-runs), so it is given a real (static) run
     static = _cli("run", "vector_add.yaml", "--out", str(tmp_path / "static"), "--quiet")
     assert static.returncode == 0, static.stderr
+    assert "outputs not checked: a static campaign builds every candidate but runs none" in static.stdout
     done = _cli("validate", str(tmp_path / "static"), cwd=tmp_path)
     assert done.returncode == 2 and "validate (it re-measures runtimes) needs a CUDA GPU" in done.stderr
+    # not "use static objectives", which the run already does: what a static run is, and where to validate it
+    assert "use static objectives" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert ("objectives (registers, theoretical_occupancy) are static: exact from the build, nothing to re-measure, "
+            "and no kernel ran, so no output was checked; validate it on a GPU machine") in done.stderr
+
+
+def test_the_api_prints_the_front_and_refuses_a_used_folder_in_its_own_words(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """paretotune.run prints what `paretotune run` prints (was: nothing unless quiet=False, undocumented); run
+    twice into one folder is a UserError about out=, its traceback the call alone (was: a full traceback about
+    --out, a flag the API has not got)."""
+    import traceback
+
+    import paretotune
+
+    run = paretotune.run(EXAMPLES / "vector_add.yaml", out=tmp_path / "run")
+    printed = capsys.readouterr().out
+    assert "on the Pareto front" in printed and "outputs not checked" in printed and not run.results.empty
+    with pytest.raises(paretotune.UserError) as caught:
+        paretotune.run(EXAMPLES / "vector_add.yaml", out=tmp_path / "run")
+    message = str(caught.value)
+    assert message.startswith(f"out={str(tmp_path / 'run')!r}: already holds a run; pass another out=") and \
+        "--out" not in message and "paretotune.open_run(" in message
+    ours = [f for f in traceback.extract_tb(caught.value.__traceback__) if f"{os.sep}paretotune{os.sep}" in f.filename]
+    assert [(Path(f.filename).name, f.name) for f in ours] == [("api.py", "run")]
 
 
 NOTEBOOK = '''
@@ -277,6 +303,25 @@ def test_progress_line_shows_the_best_speedup_per_shape() -> None:
     best = BestSoFar(columns, [rec(0, 2.0, 1.0, base=True), rec(1, 1.0, 2.0)])
     best.add(rec(2, 4.0, 0.8))
     assert best.text() == " best speedup: runtime@a 2.000x, runtime@b 1.250x"
+
+
+def test_progress_line_of_a_static_campaign_whose_first_objective_is_flat() -> None:
+    """The quickstart: spill bytes are 0 for the baseline and every candidate (no ratio), yet the line shows the
+    best registers and occupancy ratios (was: no "best" at all while the first objective did not move)."""
+    from paretotune.records import TrialRecord
+    from paretotune.runner.progress_bar import BestSoFar
+    from paretotune.store import ObjectiveColumn
+
+    columns = [ObjectiveColumn("spill_bytes", "min", "spill_bytes", "wide"),
+               ObjectiveColumn("registers", "min", "registers", "wide"),
+               ObjectiveColumn("theoretical_occupancy", "max", "theoretical_occupancy", "wide")]
+
+    def rec(cid: int, registers: float, occupancy: float, base: bool = False) -> TrialRecord:
+        return TrialRecord(cid, 0, {}, None, base, "ok", values={"spill_bytes": 0.0, "registers": registers,
+                                                                 "theoretical_occupancy": occupancy})
+
+    best = BestSoFar(columns, [rec(0, 167, 18.75, base=True), rec(1, 56, 50.0), rec(2, 30, 100.0)])
+    assert best.text() == " best x baseline: registers 0.180x, theoretical_occupancy 5.333x"
 
 
 def test_a_kernel_object_from_an_ended_session_is_a_one_line_error(tmp_path: Path) -> None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -44,8 +47,8 @@ def test_json_report(tmp_path: Path, capsys: pytest.CaptureFixture[str],
     doc = json.loads(run_front(run_dir, capsys, "--json"))
     assert doc["n_evaluated"] == 5
     assert doc["baseline"]["candidate_id"] == 0
-    assert [r["candidate_id"] for r in doc["front"]] == [1, 2]
-    first = doc["front"][0]
+    assert [r["candidate_id"] for r in doc["front"]] == [2, 1]  # a knee tie (each best on two of four): no ACF first
+    first = doc["front"][1]
     assert first["acf"] == ACF and first["config"] == {"BLOCK": 128} and first["crowding"] is None  # inf -> null
     # raw value and ratio kept; a time objective also reads as a speedup (baseline / candidate)
     assert first["values"]["runtime@a"] == {"value": 0.1, "unit": "ms", "ratio": pytest.approx(0.5),
@@ -148,3 +151,21 @@ def test_one_reading_of_a_faster_candidate_across_front_json_and_report(tmp_path
     assert row["runtime ratio"] == pytest.approx(2.0) and row["registers ratio"] == pytest.approx(0.5)
     page = render_html(data)
     assert "runtime [ms]" in page and "2.000x" in page and "speedup = baseline / candidate" in page
+
+
+@pytest.mark.parametrize("argv", [["front"], ["export", "--format", "json", "--out", "-"]], ids=["front", "export"])
+def test_a_reader_that_leaves_early_ends_the_command_quietly(argv: list[str], tmp_path: Path,
+                                                            two_shape_columns: list[dict[str, str]]) -> None:
+    """`paretotune front RUN | head -1`: the reader is gone before the text is written (its end of the pipe
+    closed first, so every write fails as it would after head's one line). Was: internal error, exit 1."""
+    run_dir = write_run(tmp_path / "run", two_shape_columns, ROWS)
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "paretotune.cli", argv[0], str(run_dir), *argv[1:]],
+                              stdout=write, stderr=subprocess.PIPE, text=True, env=env, timeout=120, check=False)
+    finally:
+        os.close(write)
+    assert (proc.returncode, proc.stderr) == (0, "")

@@ -86,3 +86,24 @@ def test_a_reference_point_drops_its_left_out_value(tmp_path: Path) -> None:
     assert curve["hypervolume"].iloc[-1] == pytest.approx(build_front(run).hypervolume)
     with pytest.raises(ValueError):
         hypervolume_progress(run, ref=[1.0, 1.0], write=False)
+
+
+def test_an_acf_that_adds_nothing_ranks_below_its_no_acf_twin(tmp_path: Path) -> None:
+    """The quickstart's case: the ACF's share is 1.000x, so its twin (same config, no ACF) is what `front`, the
+    report and validate's choice recommend first (was: rank 1 the ACF, the lower candidate id)."""
+    from paretotune.execution.validation import choose_candidates
+    from paretotune.front import render_text
+    from paretotune.store import RunDir
+
+    warps32 = {"num_stages": 1, "num_warps": 32}
+    run = write_run(tmp_path / "run", COLUMNS, [
+        row(0, 167, 18.75, is_baseline=True, config={"num_stages": 1, "num_warps": 4}),
+        row(1, 31, 100, acf=ACF, config=warps32), row(2, 31, 100, config=warps32)])
+    report = build_front(run)
+    assert list(report.front["candidate_id"]) == [2, 1] and report.share_text(1, report.front.iloc[1]).startswith(
+        "1.000x")
+    lines = render_text(report).splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("----")) + 1
+    assert lines[first].split()[:3] == ["1", "2", "-"] and lines[first + 1].split()[:3] == ["2", "1", ACF[:12]]
+    assert list(load_report_data(run).front["candidate_id"]) == [2, 1]
+    assert choose_candidates(RunDir(run), top=6) == [2, 1]

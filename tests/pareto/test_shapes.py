@@ -59,6 +59,18 @@ def test_selection_and_order(two_shape_columns: list[dict[str, str]]) -> None:
         select_all_shapes(frame, columns, objective="l1_hit")
 
 
+def test_an_acf_that_adds_nothing_ranks_below_its_twin() -> None:
+    """Equal speedups on every shape: the same config without the ACF is rank 1, the build to ship."""
+    config = {"BLOCK": 128}
+    frame = results_frame([
+        {"candidate_id": 0, "is_baseline": True, "config": {"BLOCK": 64}, "values": {"runtime@a": 1.0,
+                                                                                    "runtime@b": 2.0}},
+        {"candidate_id": 1, "acf": "ab" * 32, "config": config, "values": {"runtime@a": 0.5, "runtime@b": 1.0}},
+        {"candidate_id": 2, "config": config, "values": {"runtime@a": 0.5, "runtime@b": 1.0}},
+    ])
+    assert select_all_shapes(frame, RUNTIME_ONLY)["candidate_id"].tolist() == [2, 1]
+
+
 def test_nothing_beats_the_baseline() -> None:
     frame = results_frame([
         {"candidate_id": 0, "is_baseline": True, "values": {"runtime@a": 1.0, "runtime@b": 1.0}},

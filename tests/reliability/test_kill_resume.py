@@ -1,8 +1,9 @@
 """SIGKILL a running CPU quickstart campaign at 20 random moments, resume after each, and check that the
 finished run holds every evaluation exactly once.
 
-The check is adapted, not "the same front as an uninterrupted run with the same seed": CompileIQ's sampler
-takes no seed, so two uninterrupted runs already differ. campaign/invariants.py checks what fails on loss or
+The check is adapted, not "the same front as an uninterrupted run with the same seed" (that one is
+tests/test_quickstart.py's, without kills; here ACF bytes would differ anyway: CompileIQ encrypts each sample
+with a fresh nonce). campaign/invariants.py checks what fails on loss or
 duplication instead: ids 0..budget each stored once, no (config, ACF) point twice, nothing pending, CompileIQ's
 own result ledger equal to the store point by point (nothing told that is not stored, nothing stored that
 was not told), and a front equal to the brute-force non-dominated set of the stored records. The strong,

@@ -51,11 +51,14 @@ def test_quickstart_summary_and_plots(quickstart_run: Path) -> None:
         assert pair.points["count"].sum() == len(usable)
         assert pair.baseline == (data.baseline[pair.x.column], data.baseline[pair.y.column])
         assert (pair.points["front"] == 0).any() == (~ranking.front(0)["is_baseline"].astype(bool)).any()
-    assert data.parallel is not None and len(data.parallel.rows) == len(ranking.ranked)
-    assert set(data.parallel.rows["group"]) <= {"baseline", "front 0", "dominated"}
+    # spill bytes are 0 everywhere: the summary leaves them out, and so does the parallel plot, which with the two
+    # objectives left would repeat the pair plot
+    assert "spill_bytes = 0" in data.notes["constant"] and data.parallel is None
+    assert data.notes["parallel"] == ("only 2 objectives vary (registers, theoretical_occupancy): the pair plot "
+                                      "shows them all")
     assert data.shapes is None and data.all_shapes is None  # one shape
     assert data.validation is None
-    assert data.plots()[-2:] == ["parallel", "progress"]
+    assert data.plots()[-1:] == ["progress"]
 
 
 def test_quickstart_progress_matches_hypervolume(quickstart_run: Path) -> None:
@@ -222,3 +225,22 @@ def test_bad_run_dirs(tmp_path: Path) -> None:
     (run / "validation.csv").write_bytes(b"\xff\xfe\x00bad")
     with pytest.raises(UserError, match=r"validation\.csv"):
         load_report_data(run)
+
+
+def test_an_outlier_gets_a_log_axis_and_a_constant_column_no_parallel_axis(tmp_path: Path) -> None:
+    """A small static campaign: one candidate spills to 255 registers (the rest 30-40), spill bytes are 0
+    everywhere. Registers get a log axis (linear, the rest sat in a corner); the parallel plot shows the three
+    columns that vary, not the constant one the summary leaves out."""
+    from paretotune.report.build import log_axis
+
+    columns = [column("spill_bytes"), column("registers"), column("occupancy", "max"), column("shared_memory")]
+    regs = [167, 30, 31, 32, 34, 36, 38, 40, 255]
+    rows = [{"candidate_id": i, "is_baseline": i == 0,
+             "values": {"spill_bytes": 0, "registers": r, "occupancy": 100.0 * 16 / (16 + r),
+                        "shared_memory": 1024.0 * (1 + i % 3)}} for i, r in enumerate(regs)]
+    data = load_report_data(write_run(tmp_path / "run", columns, rows))
+    pair = next(p for p in data.pairs if (p.x.column, p.y.column) == ("registers", "occupancy"))
+    assert pair.log_x and pair.log_y is False  # occupancy is spread evenly: linear
+    assert data.parallel is not None
+    assert [c.column for c in data.parallel.columns] == ["registers", "occupancy", "shared_memory"]
+    assert not log_axis(np.array([1.0, 2, 3, 4, 5, 6, 7, 8, 9, 10])) and not log_axis(np.array([0.0, 1, 2, 500]))

@@ -70,7 +70,7 @@ def test_edge_cases_render(tmp_path: Path, case: str) -> None:
 def test_pngs_of_the_quickstart_run(quickstart_run: Path, tmp_path: Path) -> None:
     data = load_report_data(quickstart_run)
     pngs = write_pngs(data, tmp_path)
-    assert [p.name for p in pngs] == ["front.png", "parallel.png", "hypervolume.png"]
+    assert [p.name for p in pngs] == ["front.png", "hypervolume.png"]  # no parallel plot: only two objectives vary
     for png in pngs:
         blob = png.read_bytes()
         assert blob.startswith(PNG_MAGIC) and 5_000 < len(blob) < 200_000, (png, len(blob))
@@ -80,3 +80,21 @@ def test_pngs_of_two_shapes(tmp_path: Path) -> None:
     data = load_report_data(two_shape_run(tmp_path / "run"))
     names = [p.name for p in write_pngs(data, tmp_path / "png")]
     assert names == ["front.png", "shapes.png", "parallel.png", "hypervolume.png"]
+
+
+def test_an_outlier_draws_on_a_log_axis_and_crowding_is_explained(tmp_path: Path) -> None:
+    """The page and the PNG draw the log axis the data asks for (an outlier at 255 registers beside 30-40), and
+    the front table says what its crowding column and an infinite crowding mean."""
+    from paretotune.report.figures import pair_figure
+
+    regs = [167, 30, 31, 32, 34, 36, 38, 40, 255]
+    rows = [{"candidate_id": i, "is_baseline": i == 0,
+             "values": {"registers": r, "occupancy": 100.0 * 16 / (16 + r)}} for i, r in enumerate(regs)]
+    data = load_report_data(write_run(tmp_path / "run", [column("registers"), column("occupancy", "max")], rows))
+    layout = pair_figure(data.pairs[0]).layout
+    assert (layout.xaxis.type, layout.yaxis.type) == ("log", "linear")
+    assert "log scale" in layout.xaxis.title.text
+    (png,) = [p for p in write_pngs(data, tmp_path / "png") if p.name == "front.png"]
+    assert png.read_bytes().startswith(PNG_MAGIC)
+    page = render_html(data)
+    assert "Crowding: the NSGA-II crowding distance" in page and "∞ for the points at either end" in page

@@ -83,7 +83,8 @@ def test_crash_at_any_record(tmp_path: Path, feed_fake_evaluator: Any, ptxas: An
 
 def test_crash_between_append_and_tell(tmp_path: Path, feed_fake_evaluator: Any, ptxas: Any,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A record is stored but the told commit after it never happens: resume tells it from the store."""
+    """A record is stored but the told commit after it never happens: resume tells it from the store (with any
+    stored after it that waited to be told in issue order, as a static campaign's are)."""
     out = tmp_path / "run"
     real = Checkpointer.commit
     told = []
@@ -99,9 +100,9 @@ def test_crash_between_append_and_tell(tmp_path: Path, feed_fake_evaluator: Any,
         start(write_campaign(tmp_path), out, ptxas)
     monkeypatch.setattr(Checkpointer, "commit", real)
     point = resume_point(RunDir(out))
-    assert point.in_flight is not None and point.in_flight.tell and len(point.in_flight.stored) == 1
+    assert point.in_flight is not None and point.in_flight.tell and len(point.in_flight.stored) >= 1
     stored = stored_ids(out)
-    assert len(stored) == 1 + 11
+    assert len(stored) == 1 + 10 + len(point.in_flight.stored)  # the baseline, 10 told and committed, the rest
     resume(out, ptxas)
     assert_resumed(out, 27, stored)
 
