@@ -284,7 +284,7 @@ def part_helion(ctx: dict[str, Any], res: Results, deadline: float) -> None:
     found = examples(folder)
     env = {**ctx["env"], "HELION_AUTOTUNE_EFFORT": "none", "PYTHONPATH": os.pathsep.join(
         [str(folder), ctx["env"].get("PYTHONPATH", "")])}
-    capture_deadline = time.monotonic() + 0.4 * (deadline - time.monotonic())
+    capture_deadline = time.monotonic() + ctx["capture_share"] * (deadline - time.monotonic())
     rows: list[dict[str, Any]] = [{"example": m, "skipped": why} for m, why in found if why]
     todo = [m for m, why in found if not why][:ctx["max_examples"]]
 
@@ -407,6 +407,8 @@ def main() -> int:
     parser.add_argument("--example-s", type=float, default=75.0, help="cap per Helion example's capture")
     parser.add_argument("--campaign-s", type=float, default=30.0, help="search.wall_clock_s per Helion campaign")
     parser.add_argument("--max-examples", type=int, default=1000)
+    parser.add_argument("--capture-share", type=float, default=0.4,
+                        help="the share of the Helion part's time that capturing may take (the rest: their campaigns)")
     parser.add_argument("--top", type=int, default=3, help="Liger kernels to tune, by GPU time")
     parser.add_argument("--liger-parallel", type=int, default=3, help="Liger campaigns searched at once")
     parser.add_argument("--rounds", type=int, default=12, help="validation rounds per arm")
@@ -433,6 +435,7 @@ def main() -> int:
         "work": work, "env": env, "run_env": run_env, "liger": liger, "examples": args.examples.resolve(),
         "jobs": args.jobs,
         "example_s": args.example_s, "campaign_s": args.campaign_s, "max_examples": args.max_examples,
+        "capture_share": args.capture_share,
         "top": args.top, "liger_parallel": args.liger_parallel, "rounds": args.rounds,
         "liger_args": ["--steps", "20", "--warmup", "3"],
         "loop_args": ["--iters", "50", "--warmup", "5", "--n", "4096", "--rows", "16"] if args.smoke else
