@@ -37,7 +37,17 @@ def make_engine(campaign: Campaign, adapter: Any, n_objectives: int) -> SearchEn
     constraint = getattr(adapter, "constraint", lambda: None)()  # adapters without one take every config
     if constraint is not None and not constraint(seed):
         seed = {}
-    return build(campaign, adapter.space(), n_objectives, constraint=constraint, seed_config=seed)
+    return build(campaign, adapter.space(), n_objectives, constraint=constraint, seed_config=seed,
+                 native=native_space(campaign, adapter))
+
+
+def native_space(campaign: Campaign, adapter: Any) -> Any:
+    """Helion's ConfigSpec for engines that search it natively (``engine: auto`` / ``helion``), where the space is
+    Helion's own: not narrowed by ``kernel.space`` (Helion's search would not keep to the narrowed lists)."""
+    native = getattr(adapter, "native_space", None)
+    if native is None or campaign.spec.kernel.space:
+        return None
+    return native()
 
 
 
