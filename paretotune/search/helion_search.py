@@ -20,10 +20,12 @@ concurrently with paretotune's code, so Helion's global ``random`` state (seeded
 target's device features are swapped in and out at each hand-over, and nothing else disturbs them. A point
 measured before (the baseline, an earlier round's result) is answered inside the thread, never built again.
 
-Islands and rounds. ``islands`` searches run side by side with their own seeds, so that while one waits for the
-last candidates of its batch (a generation barrier: Helion ranks a generation at once) the other's batch keeps
-the GPU busy. When an island's search ends (its generations or its patience spent), the island starts another
-round: a new seed, a refreshed ACF list (:mod:`paretotune.search.acf_list`), the best configs so far as seed
+Islands and rounds. ``islands`` searches run side by side with their own seeds. The first leads: ``ask`` hands
+out its whole batch. Helion ranks a generation at once, so while the last candidates of the leader's batch are
+built and measured (and while its next batch is built) nothing of its own is left to start: then each ``ask``
+hands out one proposal of the next island, and the loop, which asks until its window is full, keeps the GPU
+busy through the barrier without the leader giving up its turn or its sample efficiency. When an island's
+search ends (its generations or its patience spent), the island starts another round: a new seed, a refreshed ACF list (:mod:`paretotune.search.acf_list`), the best configs so far as seed
 configs, and every result so far as the surrogate's training data (LFBO's ``seed_training_data``). An island
 whose last :data:`STALE_ROUNDS` rounds proposed nothing new is exhausted; when all are, ``ask`` returns ``[]``.
 
@@ -318,16 +320,25 @@ class HelionSearchEngine:
         self._known[key] = tuple(self.reference)
 
     def ask(self) -> list[Proposal]:
+        """The leading island's whole batch; while all of it is in flight, one proposal of the next island (the
+        loop asks again until its window is full, so the others keep the GPU busy through the leader's
+        generation barrier without taking its turn)."""
         out: list[Proposal] = []
+        leading = True
         for island in range(self.islands):
             round_ = self._ready(island)
             if round_ is None or round_.current is None:
-                continue
+                continue  # exhausted: the next island leads
             for item in round_.current:
                 if item.score is PENDING and item.engine_id is not None and not item.issued:
                     item.issued = True
                     self._pending[item.engine_id] = item
                     out.append(Proposal(engine_id=item.engine_id, config=dict(item.config), acf=item.acf))
+                    if not leading:
+                        break
+            leading = False
+            if out:
+                break
         if not out and not self._pending and self.errors and all(s >= STALE_ROUNDS for s in self._stale):
             raise RuntimeError(f"Helion's {self.algorithm} cannot go on: {self.errors[-1]}")
         return out

@@ -82,8 +82,10 @@ class Loop:
 
     def run(self, evaluations: int) -> None:
         while self.told < evaluations:
-            if len(self.in_flight) < self.window:
+            while len(self.in_flight) < self.window:  # the loop's refill: ask until the window is full
                 fresh = self.engine.ask()
+                if not fresh:
+                    break
                 self.in_flight += fresh
                 self.proposed += fresh
             if not self.in_flight:
@@ -120,13 +122,14 @@ def test_every_proposal_is_a_point_helion_accepts_and_none_is_repeated() -> None
 
 def test_islands_and_rounds_on_another_configspec() -> None:
     """Two searches side by side on the bundled RMS norm's ConfigSpec with generated ACFs (a list of CompileIQ
-    samples per round): both islands have batches in flight at once, each its own ACF list; proposals stay
-    valid."""
+    samples per round): the second fills the window while the first waits at its generation barrier, both have
+    batches open at once, each with its own ACF list; proposals stay valid."""
     adapter = rms_norm()
     eng, inner, _ = engine(adapter, acf="generated", islands=2, acfs=4)
     loop = Loop(eng, window=10)
     loop.run(100)
-    assert {p.engine_id.split(".")[0] for p in loop.proposed} == {"0", "1"}
+    by_island = [p.engine_id.split(".")[0] for p in loop.proposed]
+    assert by_island.count("0") > 2 * by_island.count("1") > 0  # the second only fills the leader's barriers
     assert all(r.current is not None for r in inner.rounds)  # both wait for scores at once: the GPU has work
     assert all(len(r.plan.acfs) == 5 and r.plan.acfs[0] is None for r in inner.rounds)  # none + 4 CompileIQ ACFs
     assert inner.rounds[0].plan.acfs[1:] != inner.rounds[1].plan.acfs[1:]
