@@ -189,3 +189,18 @@ def test_helion_engine_without_a_configspec_is_a_one_line_error() -> None:
     with pytest.raises(UserError, match="helion searches Helion's own ConfigSpec"):
         helion_search.create(SearchSpace(knobs={"num_warps": [4, 8]}),
                              EngineOptions(n_objectives=1, pool_size=8, generations=1, seed=0))
+
+
+@pytest.mark.parametrize("algorithm", ["LFBOPatternSearch", "PatternSearch", "DifferentialEvolutionSearch",
+                                       "DESurrogateHybrid", "RandomSearch"])
+def test_each_of_helions_algorithms_runs_through_the_bridge(algorithm: str) -> None:
+    """search.helion.algorithm: each of Helion's searches is driven the same way and proposes valid points."""
+    adapter = scale_rows()
+    eng, inner, _ = engine(adapter, algorithm=algorithm)
+    loop = Loop(eng)
+    loop.run(40)
+    assert loop.told == 40 and eng.rejected == 0 and not inner.errors
+    spec = adapter.config_spec(WIDE)
+    with device_features(False):
+        assert all(accepts(spec, p.config) for p in loop.proposed)
+    inner.close()
