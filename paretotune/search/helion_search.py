@@ -69,7 +69,7 @@ PENDING: Any = type("Pending", (), {"__repr__": lambda self: "PENDING"})()  # an
 ALGORITHMS, EFFORTS, DEFAULTS = HELION_ALGORITHMS, HELION_EFFORTS, HELION_DEFAULTS
 STALE_ROUNDS = 3  # rounds in a row that propose nothing new before an island is exhausted
 SEEDS_PER_ROUND = 3  # best results so far given to a new round as seed configs
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 
 class _Stop(BaseException):
@@ -218,10 +218,6 @@ class _Round:
             self.current = None
         return [i.score for i in items]  # type: ignore[misc]
 
-    def log(self) -> list[list[dict[str, Any]]]:
-        return [[{"k": i.key, "id": i.engine_id, "s": _encode(i.score), "issued": i.issued} for i in call]
-                for call in self.calls]
-
 
 def _encode(score: Any) -> Any:
     if score is PENDING:
@@ -310,14 +306,15 @@ class HelionSearchEngine:
         self._stale = [0] * self.islands
         self._pending: dict[str, _Item] = {}
         self.errors: list[str] = []
+        self._baseline_key: str | None = None
 
     # -- what the campaign calls --
     def know_baseline(self, config: Mapping[str, Any], score: Sequence[float]) -> None:
         """The baseline's config and score: the scalarisation's reference, a seed config, never re-evaluated."""
         self.reference = [float(v) for v in score]
         self._seed_config = dict(config)
-        key = point_key(dict(config), None)
-        self._known[key] = tuple(self.reference)
+        self._baseline_key = point_key(dict(config), None)
+        self._known[self._baseline_key] = tuple(self.reference)
 
     def ask(self) -> list[Proposal]:
         """The leading island's whole batch; while all of it is in flight, one proposal of the next island (the
@@ -486,19 +483,26 @@ class HelionSearchEngine:
 
     # -- checkpoints --
     def save(self, path: str) -> bool:
+        """One JSON file, compact (the loop spaces out saves that take 50 ms or more on GPU campaigns, and a
+        resume after a skipped save restarts the engine): configs as value rows under a shared key layout,
+        ACFs once each (base64), indices elsewhere."""
+        codec = _Codec()
         rounds = []
         for r in self.rounds:
             p = r.plan
-            rounds.append({"island": p.island, "index": p.index, "seed": p.seed, "acfs": [sha(a) for a in p.acfs],
-                           "seeds": [[c, sha(a)] for c, a in p.seeds], "train_upto": p.train_upto, "done": r.done,
-                           "posted": r.posted, "error": r.error,
-                           "calls": [] if r.done else r.log()})
+            calls = [] if r.done else [[[*codec.point(i.config, i.acf), i.engine_id, _encode(i.score), i.issued]
+                                         for i in call] for call in r.calls]
+            rounds.append({"island": p.island, "index": p.index, "seed": p.seed,
+                           "acfs": [codec.acf(a) for a in p.acfs], "seeds": [codec.point(c, a) for c, a in p.seeds],
+                           "train_upto": p.train_upto, "done": r.done, "posted": r.posted, "error": r.error,
+                           "calls": calls})
+        results = [[*codec.point(r["c"], self._acf_data.get(r["a"]) if r["a"] else None), r["s"]]
+                   for r in self.results]
         state = {"version": STATE_VERSION, "algorithm": self.algorithm, "effort": self.effort,
                  "islands": self.islands, "seed": self.seed, "reference": self.reference,
-                 "seed_config": self._seed_config, "known": [[k, _encode(v)] for k, v in self._known.items()],
-                 "results": self.results, "acfs": {k: v.hex() for k, v in self._acf_data.items()},
-                 "stale": self._stale, "errors": self.errors, "rounds": rounds}
-        atomic_write_json(path, state)
+                 "seed_config": self._seed_config, "baseline_key": self._baseline_key, "results": results,
+                 "stale": self._stale, "errors": self.errors, "rounds": rounds, **codec.tables()}
+        atomic_write_json(path, state, separators=(",", ":"))
         return True
 
     def restore(self, path: str) -> None:
@@ -509,19 +513,27 @@ class HelionSearchEngine:
         for name in ("algorithm", "effort", "islands", "seed"):
             if state[name] != getattr(self, name):
                 raise RuntimeError(f"the checkpoint was made with {name} {state[name]!r}, not {getattr(self, name)!r}")
+        codec = _Codec.from_tables(state)
         self.reference, self._seed_config = state["reference"], state["seed_config"]
-        self._known = {k: _decode(v) for k, v in state["known"]}  # type: ignore[misc]
-        self.results = list(state["results"])
-        self._acf_data = {k: bytes.fromhex(v) for k, v in state["acfs"].items()}
+        self._baseline_key = state["baseline_key"]
+        self._known = {} if self._baseline_key is None else {self._baseline_key: tuple(self.reference or ())}
+        self._acf_data = {sha(a): a for a in codec.acfs if a is not None}  # type: ignore[misc]
+        self.results = []
+        for layout, values, acf, score in state["results"]:
+            config, data = codec.config(layout, values), codec.acfs[acf]
+            key = point_key(config, sha(data))
+            self.results.append({"k": key, "c": config, "a": sha(data), "s": score})
+            self._known[key] = None if score is None else tuple(score)
         self._stale, self.errors = list(state["stale"]), list(state["errors"])
         self.rounds, self._active, self._pending = [], {}, {}
         for entry in state["rounds"]:
             plan = _Plan(island=entry["island"], index=entry["index"], seed=entry["seed"],
-                         acfs=[None if a is None else self._acf_data[a] for a in entry["acfs"]],
-                         seeds=[(c, None if a is None else self._acf_data[a]) for c, a in entry["seeds"]],
+                         acfs=[codec.acfs[a] for a in entry["acfs"]],
+                         seeds=[(codec.config(lay, vals), codec.acfs[a]) for lay, vals, a in entry["seeds"]],
                          train_upto=entry["train_upto"])
-            round_ = _Round(self, plan, replay=list(entry["calls"]), done=entry["done"], posted=entry["posted"],
-                            error=entry["error"])
+            log = [[{"k": point_key(codec.config(lay, vals), sha(codec.acfs[a])), "id": eid, "s": score,
+                     "issued": issued} for lay, vals, a, eid, score, issued in call] for call in entry["calls"]]
+            round_ = _Round(self, plan, replay=log, done=entry["done"], posted=entry["posted"], error=entry["error"])
             self.rounds.append(round_)
             self._active[plan.island] = round_
         for round_ in self._active.values():
@@ -537,6 +549,48 @@ class HelionSearchEngine:
                 for item in round_.current:
                     if item.score is PENDING and item.engine_id is not None and item.issued:
                         self._pending[item.engine_id] = item
+
+
+class _Codec:
+    """Compact checkpoint rows: a config is (layout index, values in that layout's key order), an ACF an index
+    into one table of base64 strings (index 0: no ACF)."""
+
+    def __init__(self) -> None:
+        self.layouts: list[list[str]] = []
+        self._layout_ids: dict[tuple[str, ...], int] = {}
+        self.acfs: list[bytes | None] = [None]
+        self._acf_ids: dict[bytes | None, int] = {None: 0}
+
+    def acf(self, data: bytes | None) -> int:
+        if data not in self._acf_ids:
+            self._acf_ids[data] = len(self.acfs)
+            self.acfs.append(data)
+        return self._acf_ids[data]
+
+    def point(self, config: Mapping[str, Any], acf: bytes | None) -> list[Any]:
+        keys = tuple(config)
+        if keys not in self._layout_ids:
+            self._layout_ids[keys] = len(self.layouts)
+            self.layouts.append(list(keys))
+        return [self._layout_ids[keys], [config[k] for k in keys], self.acf(acf)]
+
+    def config(self, layout: int, values: list[Any]) -> dict[str, Any]:
+        return dict(zip(self.layouts[layout], values, strict=True))
+
+    def tables(self) -> dict[str, Any]:
+        import base64
+
+        return {"layouts": self.layouts,
+                "acf_table": [None if a is None else base64.b64encode(a).decode() for a in self.acfs]}
+
+    @classmethod
+    def from_tables(cls, state: Mapping[str, Any]) -> _Codec:
+        import base64
+
+        codec = cls()
+        codec.layouts = [list(k) for k in state["layouts"]]
+        codec.acfs = [None if a is None else base64.b64decode(a) for a in state["acf_table"]]
+        return codec
 
 
 def _round_seed(seed: int, island: int, index: int) -> int:

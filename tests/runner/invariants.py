@@ -122,14 +122,18 @@ def check_helion_ledger(run_dir: Path, records: list[TrialRecord]) -> int:
     cp = read_checkpoint(run_dir)
     assert cp is not None and cp.engine_file, cp
     state = json.loads((run_dir / cp.engine_file).read_text())
+    import base64
+
+    acfs = [None if a is None else hashlib.sha256(base64.b64decode(a)).hexdigest() for a in state["acf_table"]]
     told = set()
-    for row in state["results"]:
-        assert row["k"] in stored, f"the engine was told a point the store does not hold: {row['k']}"
-        want = stored[row["k"]]
-        assert (row["s"] is None) == (want is None), (row, want)
+    for layout, values, acf, score in state["results"]:  # a config is its layout's keys with these values
+        key = engine_key(dict(zip(state["layouts"][layout], values, strict=True)), acfs[acf])
+        assert key in stored, f"the engine was told a point the store does not hold: {key}"
+        want = stored[key]
+        assert (score is None) == (want is None), (key, score, want)
         if want is not None:
-            assert all(math.isclose(a, b) for a, b in zip(row["s"], want, strict=True)), (row, want)
-        told.add(row["k"])
+            assert all(math.isclose(a, b) for a, b in zip(score, want, strict=True)), (key, score, want)
+        told.add(key)
     untold = set(stored) - told
     assert not untold, f"stored records the engine was never told: {sorted(untold)[:3]}"
     return len(state["results"])

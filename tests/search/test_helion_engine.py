@@ -204,3 +204,33 @@ def test_each_of_helions_algorithms_runs_through_the_bridge(algorithm: str) -> N
     with device_features(False):
         assert all(accepts(spec, p.config) for p in loop.proposed)
     inner.close()
+
+
+def test_sequential_with_engine_helion_searches_configs_then_compileiq_acfs(tmp_path: Path) -> None:
+    """strategy sequential, engine helion: Helion's search without ACFs first (it hears of the baseline: its
+    reference, never re-proposed), CompileIQ over ACFs at the winner."""
+    from paretotune.campaign.load import load_campaign
+    from paretotune.campaign.resolve import make_adapter
+    from paretotune.runner.start import make_engine
+    from paretotune.search.helion_search import HelionSearchEngine
+    from paretotune.search.sequential import SequentialEngine
+
+    path = tmp_path / "c.yaml"
+    path.write_text(f"name: t\nkernel: {{source: {FIXTURES}/scale_rows.py:scale_rows, inputs: {FIXTURES}/scale_rows.py:inputs}}\n"
+                    "shapes: [{name: wide, M: 512, N: 4096}]\nobjectives: [registers]\n"
+                    "acf: {search_space: ptxas-13.3}\nsearch: {engine: helion, strategy: sequential, pool_size: 6}\n")
+    campaign = load_campaign(path)
+    adapter = make_adapter(campaign)
+    eng = make_engine(campaign, adapter, 1)
+    assert isinstance(eng, SequentialEngine)
+    helion = eng._phase1.inner
+    assert isinstance(helion, HelionSearchEngine) and not helion._lists.searched  # configs only
+    base = adapter.default_config(WIDE)
+    eng.know_baseline(base, (40.0,))
+    assert helion.reference == [40.0]
+    batch = eng.ask()
+    assert batch and all(p.acf is None for p in batch)
+    assert point_key(base, None) not in {point_key(p.config, None) for p in batch}
+    phase2 = eng._make_phase2(base)
+    assert type(phase2.inner).__name__ == "CompileIQEngine"
+    helion.close()
