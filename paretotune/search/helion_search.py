@@ -100,7 +100,7 @@ class _Plan:
     train_upto: int  # results (in tell order) it is trained on before it starts
 
 
-@dataclass
+@dataclass(eq=False)
 class _Round:
     """One run of a Helion search algorithm in a thread, stepped in strict alternation with the engine."""
 
@@ -541,8 +541,12 @@ class HelionSearchEngine:
                 continue
             round_.step()  # replays its logged calls; stops at the batch in flight (or a new one, or the end)
             if round_.replay or (round_.done and round_.error and "did not replay" in round_.error):
-                raise RuntimeError((round_.error or "").splitlines()[0] or
-                                   f"Helion's search ended before replaying island {round_.plan.island}'s log")
+                # another Helion (or a bug): resume goes on with a fresh engine (no record is lost), and says so
+                why = (round_.error or "").splitlines()[0] or "Helion's search ended before its log did"
+                self.close()
+                warnings.warn(f"the helion engine cannot replay its checkpoint ({why}); the search starts afresh",
+                              RuntimeWarning, stacklevel=2)
+                raise NotImplementedError(why)
             if round_.done:
                 self._end_round(round_)
             elif round_.current is not None:

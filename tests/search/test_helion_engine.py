@@ -234,3 +234,20 @@ def test_sequential_with_engine_helion_searches_configs_then_compileiq_acfs(tmp_
     phase2 = eng._make_phase2(base)
     assert type(phase2.inner).__name__ == "CompileIQEngine"
     helion.close()
+
+
+def test_a_checkpoint_that_does_not_replay_starts_the_search_afresh(tmp_path: Path) -> None:
+    """A log Helion's search does not reproduce (another Helion, an edited file): restore says so and raises
+    NotImplementedError, on which resume goes on with a fresh engine rather than a wrong one."""
+    import json
+
+    eng, inner, _ = engine(scale_rows())
+    Loop(eng).run(40)
+    eng.save(str(tmp_path / "engine.json"))
+    inner.close()
+    state = json.loads((tmp_path / "engine.json").read_text())
+    state["rounds"][0]["seed"] += 1  # the same round from another seed proposes other configs
+    (tmp_path / "engine.json").write_text(json.dumps(state))
+    again, again_inner, _ = engine(scale_rows())
+    with pytest.warns(RuntimeWarning, match="cannot replay"), pytest.raises(NotImplementedError):
+        again.restore(str(tmp_path / "engine.json"))
