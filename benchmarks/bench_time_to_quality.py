@@ -30,11 +30,18 @@ runtime vs wall seconds) and each run directory. One command:
     python benchmarks/bench_time_to_quality.py --out benchmarks/results/ttq-h200        # ~10 min (see plan)
     python benchmarks/bench_time_to_quality.py --out /tmp/ttq-smoke --smoke             # ~1-2 min
 
-Issue 29's runs (two pretuned kernels per call, ~10 min each at 60/120 s; ``--check`` first, on any machine):
+Issue 29's runs. ``--check`` first, on any machine (no GPU: every arm's campaign, kernel, engine and first batch).
+At 60/120 s one pretuned kernel fits a 10-minute call (two arms of 120 s, the re-timing: ~5 min); every call
+with the same ``--out`` adds its kernel to ``OUT/ttq.json``:
 
-    python benchmarks/bench_time_to_quality.py --check --kernels pretuned_all --budgets 60,120
-    python benchmarks/bench_time_to_quality.py --out benchmarks/results/ttq29-A --kernels pretuned_rms_norm,pretuned_softmax --budgets 60,120
-    python benchmarks/bench_time_to_quality.py --out benchmarks/results/ttq29-rms300 --kernels pretuned_rms_norm --budgets 60,120,300
+    python benchmarks/bench_time_to_quality.py --check --kernels pretuned_all --budgets 60,120 --out /tmp/ttq-check
+    python benchmarks/bench_time_to_quality.py --out benchmarks/results/ttq29 --kernels pretuned_rms_norm --budgets 60,120
+
+A 300 s budget does not fit one call: its arms in two calls (``--retime skip``), then ``--retime only``:
+
+    python benchmarks/bench_time_to_quality.py --out benchmarks/results/ttq29-300 --kernels pretuned_rms_norm --budgets 60,120,300 --helion-effort none --retime skip
+    python benchmarks/bench_time_to_quality.py --out benchmarks/results/ttq29-300 --kernels pretuned_rms_norm --budgets 60,120,300 --strategies none --retime skip
+    python benchmarks/bench_time_to_quality.py --out benchmarks/results/ttq29-300 --kernels pretuned_rms_norm --budgets 60,120,300 --retime only
 """
 from __future__ import annotations
 
@@ -383,7 +390,7 @@ def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any
             key = best_key_by(arm.get("timeline", []), budget)
             if key is None:
                 continue  # nothing by then: the tool's user still has the default
-            point = arm["points"][key]
+            point = arm["points"][key] if key in arm["points"] else arm["points"][str(key)]  # (JSON: str keys)
             arm["best_by"][f"{budget:g}"] = {
                 "search_ms": best_by(arm["timeline"], budget), "id": add(point["config"], point["acf_path"]),
                 "is_baseline": point.get("is_baseline", False),  # the tool found nothing faster than its start
@@ -546,6 +553,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=8, help="paretotune's CPU build workers")
     parser.add_argument("--rounds", type=int, default=15, help="re-timing rounds of the winners")
     parser.add_argument("--smoke", action="store_true", help="1 kernel, joint + Helion, one 45 s budget")
+    parser.add_argument("--retime", choices=("auto", "skip", "only"), default="auto",
+                        help="auto: re-time each kernel's winners after its arms; skip: arms only; only: no arms, "
+                             "re-time what OUT/ttq.json holds (a long budget's arms in separate calls, then this)")
     parser.add_argument("--check", action="store_true",
                         help="no GPU: write each paretotune arm's campaign, load it, resolve the kernel (its space, "
                              "baseline, which engine runs), draw the ACF list, print the plan; then stop")
@@ -554,8 +564,8 @@ def main() -> None:
     names = {"all": list(known), PRETUNED_ALL: [k for k in known if k.startswith("pretuned_")]}.get(
         args.kernels, args.kernels.split(","))
     budgets = sorted(float(b) for b in args.budgets.split(","))
-    strategies = args.strategies.split(",")
-    efforts = args.helion_effort.split(",")
+    strategies = [] if args.strategies in ("", "none") or args.retime == "only" else args.strategies.split(",")
+    efforts = [] if args.helion_effort in ("", "none") or args.retime == "only" else args.helion_effort.split(",")
     if args.smoke:
         names, budgets, strategies, args.rounds = ["helion_softmax"], [45.0], ["default"], 5
     unknown = [n for n in names if n not in known]
@@ -567,32 +577,47 @@ def main() -> None:
     longest = budgets[-1]
 
     def kernel_estimate(kname: str) -> float:
+        if args.retime == "only":
+            return RETIME_S
         other = len(efforts) * (longest + AFTER_BUDGET_S) if known[kname]["other"] == "helion" else TRITON_ARM_S
-        return len(strategies) * (longest + AFTER_BUDGET_S) + other + RETIME_S
+        return len(strategies) * (longest + AFTER_BUDGET_S) + other + (RETIME_S if args.retime == "auto" else 0)
 
     estimate = sum(kernel_estimate(k) for k in names if k in known)
     print(f"plan: {len(names)} kernel(s) {names}, tools {['paretotune-' + s for s in strategies]} + Helion/Triton, "
           f"one run each of {longest:g} s (budgets {budgets} read off it), winners re-timed "
           f"({args.rounds} rounds); estimate {estimate / 60:.1f} min", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    acfs = (compileiq_acfs(args.out / "helion_acfs", HELION_ACFS) if args.helion_acfs == "compileiq"
-            else sorted(str(p) for p in ACF_DIR.glob("*.acf")))
+    helion_arms = bool(efforts) and any(known[k]["other"] == "helion" for k in names)
+    acfs = [] if not (helion_arms or args.check) else (
+        compileiq_acfs(args.out / f"helion_acfs_{time.strftime('%H%M%S')}", HELION_ACFS)
+        if args.helion_acfs == "compileiq" else sorted(str(p) for p in ACF_DIR.glob("*.acf")))
     if args.check:
         check(args.out, names, known, strategies, longest, args.workers, acfs)
         return
     import torch
 
+    earlier = args.out / "ttq.json"  # a split run (--retime skip / only) adds to what earlier calls wrote
+    previous = json.loads(earlier.read_text()) if earlier.exists() else None
     result: dict[str, Any] = {
         "command": " ".join([sys.executable, *sys.argv]), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None, "versions": versions(),
         "machine": {"cpu": cpu_model(), "topology": cpu_topology(), "load_average_1_5_15_min": load_average()},
         "budgets_s": budgets, "acf_list": [Path(a).name for a in acfs], "helion_acfs": args.helion_acfs,
         "helion_efforts": efforts, "strategies": strategies, "kernels": {}}
+    if previous is not None:
+        result["calls"] = [*previous.get("calls", [{k: previous.get(k) for k in ("command", "date", "versions")}]),
+                           {k: result[k] for k in ("command", "date", "versions")}]
+        result["kernels"] = previous.get("kernels", {})
     began = time.time()
     for kname in names:
         spec = known[kname]
-        entry: dict[str, Any] = {"shape": spec["shape"], "arms": []}
+        entry: dict[str, Any] = result["kernels"].get(kname) or {"shape": spec["shape"], "arms": []}
+        entry.pop("error", None)
         result["kernels"][kname] = entry
+
+        def add(arm: dict[str, Any]) -> None:  # an arm run again in a later call replaces the earlier one
+            entry["arms"] = [a for a in entry["arms"] if a.get("tool") != arm.get("tool")] + [arm]
+
         if time.time() - began + kernel_estimate(kname) > args.max_s:
             entry["error"] = (f"skipped: would end past --max-s {args.max_s:g} s "
                               f"(estimate {kernel_estimate(kname):.0f} s); run it with --kernels {kname}")
@@ -601,19 +626,21 @@ def main() -> None:
         try:
             for strategy in strategies:
                 try:
-                    entry["arms"].append(paretotune_arm(args.out, kname, spec, strategy, longest, args.workers))
+                    add(paretotune_arm(args.out, kname, spec, strategy, longest, args.workers))
                 except Exception as exc:  # noqa: BLE001 - one arm's failure is a row of the table
-                    entry["arms"].append({"tool": f"paretotune-{strategy}", "error": repr(exc)[:500]})
+                    add({"tool": f"paretotune-{strategy}", "error": repr(exc)[:500]})
                 _save(args.out, result, budgets)
             if spec["other"] == "helion":
                 for effort in efforts:
-                    entry["arms"].append(helion_arm(args.out, kname, spec, longest, acfs, effort))
+                    add({**helion_arm(args.out, kname, spec, longest, acfs, effort),
+                         "acf_list": [Path(a).name for a in acfs]})
                     _save(args.out, result, budgets)
-            elif not args.smoke:
-                entry["arms"].append(triton_arm(args.out, kname, spec, longest))
+            elif not args.smoke and args.retime != "only":
+                add(triton_arm(args.out, kname, spec, longest))
             _save(args.out, result, budgets)
-            entry["retime"] = retime(args.out, kname, spec, entry["arms"], budgets, args.rounds)
-            entry["winner_by"] = winners(entry["arms"], budgets)
+            if args.retime != "skip":
+                entry["retime"] = retime(args.out, kname, spec, entry["arms"], budgets, args.rounds)
+                entry["winner_by"] = winners(entry["arms"], budgets)
         except Exception as exc:  # noqa: BLE001 - the next kernel still runs
             entry["error"] = f"{type(exc).__name__}: {exc}"
             entry["traceback"] = traceback.format_exc(limit=6)
