@@ -2,13 +2,17 @@
 
 Per kernel, one after another on the same GPU:
 
-- paretotune ``joint``, ``sequential`` and ``acf-only`` (runtime objective, CompileIQ, ``search.wall_clock_s``
-  = the largest budget, which counts the CLI's start-up), each a CLI run in its own process, exactly as a user
-  runs it;
-- Helion's autotuner (Helion kernels): its own config space, ``autotune_search_acf`` = the shipped ACF list
-  (``benchmarks/inputs/ttq_acfs``: ACFs a CPU static CompileIQ campaign found on another kernel, the Triton
-  layer norm; Helion always tries no-ACF too), in-process benchmarking, ``autotune_budget_seconds`` = the
-  largest budget less the seconds its process took to reach autotuning (so it ends when a paretotune arm does);
+- paretotune ``default`` (the campaign names no engine: ``engine: auto``, for a Helion kernel Helion's own
+  LFBOTreeSearch over its ConfigSpec with CompileIQ ACFs as one more dimension, ``paretotune/search/
+  helion_search.py``), and on request today's ``joint`` (CompileIQ over the flattened knobs), ``sequential`` and
+  ``acf-only``: runtime objective, ``search.wall_clock_s`` = the largest budget, which counts the CLI's start-up;
+  each a CLI run in its own process, exactly as a user runs it;
+- Helion's autotuner (Helion kernels): its own config space and search (``LFBOTreeSearch``, effort
+  ``--helion-effort``, default Helion's own default ``full``), ``autotune_search_acf`` = 8 CompileIQ samples of
+  the PTXAS 13.3 space drawn once per invocation (``OUT/helion_acfs/``; ``--helion-acfs shipped``: the older list
+  in ``benchmarks/inputs/ttq_acfs``; Helion always tries no-ACF too), in-process benchmarking,
+  ``autotune_budget_seconds`` = the largest budget less the seconds its process took to reach autotuning (so it
+  ends when a paretotune arm does); both tools get the same inputs (``paretotune.kernels.workloads``);
 - Triton's ``@triton.autotune`` over its configs (the Triton kernel: docs/examples/autotuned.py).
 
 Best runtime reached vs wall seconds comes from each tool's own timeline, counted from its process start
@@ -25,6 +29,19 @@ runtime vs wall seconds) and each run directory. One command:
 
     python benchmarks/bench_time_to_quality.py --out benchmarks/results/ttq-h200        # ~10 min (see plan)
     python benchmarks/bench_time_to_quality.py --out /tmp/ttq-smoke --smoke             # ~1-2 min
+
+Issue 29's runs. ``--check`` first, on any machine (no GPU: every arm's campaign, kernel, engine and first batch).
+At 60/120 s one pretuned kernel fits a 10-minute call (two arms of 120 s, the re-timing: ~5 min); every call
+with the same ``--out`` adds its kernel to ``OUT/ttq.json``:
+
+    python benchmarks/bench_time_to_quality.py --check --kernels pretuned_all --budgets 60,120 --out /tmp/ttq-check
+    python benchmarks/bench_time_to_quality.py --out benchmarks/results/ttq29 --kernels pretuned_rms_norm --budgets 60,120
+
+A 300 s budget does not fit one call: its arms in two calls (``--retime skip``), then ``--retime only``:
+
+    python benchmarks/bench_time_to_quality.py --out benchmarks/results/ttq29-300 --kernels pretuned_rms_norm --budgets 60,120,300 --helion-effort none --retime skip
+    python benchmarks/bench_time_to_quality.py --out benchmarks/results/ttq29-300 --kernels pretuned_rms_norm --budgets 60,120,300 --strategies none --retime skip
+    python benchmarks/bench_time_to_quality.py --out benchmarks/results/ttq29-300 --kernels pretuned_rms_norm --budgets 60,120,300 --retime only
 """
 from __future__ import annotations
 
@@ -47,7 +64,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 ACF_DIR = ROOT / "benchmarks" / "inputs" / "ttq_acfs"
 WORKLOADS = ROOT / ".workloads" / "helion-pretuned-sm90"  # git-ignored; ../shared/workloads/README.md makes it
-STRATEGIES = ("joint", "sequential", "acf-only")
+STRATEGIES = ("default", "joint", "sequential", "acf-only")  # default: the campaign names no engine (auto)
+DEFAULT_STRATEGIES = ("default",)
+HELION_ACFS = 8  # CompileIQ samples in Helion's autotune_search_acf list
 AFTER_BUDGET_S = 6.0  # per arm: candidates in flight at the budget, closing, the summary (H200 host: about 3 s)
 TRITON_ARM_S = 40.0  # Triton's autotune over its configs, imports included
 RETIME_S = 45.0  # per kernel: the winners by each budget and their no-ACF twins, re-timed in a fresh process
@@ -55,38 +74,69 @@ RETIME_S = 45.0  # per kernel: the winners by each budget and their no-ACF twins
 
 # -- the kernels --------------------------------------------------------------------------------------------
 def kernels() -> dict[str, dict[str, Any]]:
-    """name -> campaign kernel block, shape, and how the other tool runs it."""
-    pretuned = {
-        "softmax": ({"M": 4096, "N": 16384}, "float16"),
-        "rms_norm": ({"M": 4096, "N": 4096}, "bfloat16"),
-        "layer_norm": ({"M": 4096, "N": 4096}, "float16"),
-    }
+    """name -> campaign kernel block, shape, and how the other tool runs it. The ten pretuned kernels at the
+    first shape ``paretotune.kernels.workloads.WORKLOAD_SHAPES`` lists (one their own ``main()`` benchmarks),
+    except layer_norm at 4096 x 4096 (the earlier time-to-quality records' shape, also in its ``main()``)."""
+    from paretotune.kernels.workloads import TOLERANCES, WORKLOAD_SHAPES
+
+    dtypes = {"softmax": "float16", "rms_norm": "bfloat16", "layer_norm": "float16"}  # as the earlier records
     out: dict[str, dict[str, Any]] = {
         "helion_softmax": {"kernel": {"source": "paretotune.kernels.bundled.helion_softmax:helion_softmax"},
                            "shape": {"M": 4096, "N": 8192, "dtype": "float16"}, "other": "helion",
-                           "helion": ("paretotune.kernels.bundled.helion_softmax", "softmax")},
+                           "helion": ("paretotune.kernels.bundled.helion_softmax", "softmax"),
+                           "helion_spec": "paretotune.kernels.bundled.helion_softmax:helion_softmax"},
     }
-    for name, (dims, dtype) in pretuned.items():
-        out[f"pretuned_{name}"] = {
-            "kernel": {"source": str(WORKLOADS / name / f"{name}.py") + f":{name}",
-                       "inputs": f"paretotune.kernels.workloads:{name}"},
-            "shape": {**dims, "dtype": dtype}, "other": "helion", "helion": (str(WORKLOADS / name / f"{name}.py"), name)}
+    for name, shapes in WORKLOAD_SHAPES.items():
+        dims = {"M": 4096, "N": 4096} if name == "layer_norm" else dict(shapes[0])
+        if name in dtypes:
+            dims["dtype"] = dtypes[name]
+        block: dict[str, Any] = {"source": str(WORKLOADS / name / f"{name}.py") + f":{name}",
+                                 "inputs": f"paretotune.kernels.workloads:{name}"}
+        if name in TOLERANCES:  # fp8 outputs, compared as the kernels' own benchmarks compare them
+            block.update(atol=TOLERANCES[name], rtol=TOLERANCES[name])
+        out[f"pretuned_{name}"] = {"kernel": block, "shape": dims, "other": "helion",
+                                   "helion": (str(WORKLOADS / name / f"{name}.py"), name),
+                                   "inputs": f"paretotune.kernels.workloads:{name}"}
     out["triton_autotune_rms_norm"] = {"kernel": {"source": str(ROOT / "docs" / "examples" / "autotuned.py") + ":rms_norm"},
                                        "shape": {"rows": 4096, "n_cols": 2048}, "other": "triton"}
     return out
 
 
 DEFAULT_KERNELS = ("helion_softmax", "triton_autotune_rms_norm")  # ~10 min; the pretuned ones: see --kernels
+PRETUNED_ALL = "pretuned_all"  # --kernels shorthand: the ten pretuned kernels
 
 
 def campaign_text(name: str, spec: dict[str, Any], strategy: str, budget_s: float, workers: int) -> str:
+    """A runtime campaign; ``default`` names no engine (paretotune's default, ``auto``), the others pin
+    CompileIQ (today's joint, sequential and acf-only)."""
     lines = [f"name: ttq-{name}-{strategy}", "kernel:"]
     lines += [f"  {k}: {json.dumps(v)}" for k, v in spec["kernel"].items()]
     shape = ", ".join(f"{k}: {json.dumps(v)}" for k, v in spec["shape"].items())
+    engine = "" if strategy == "default" else "engine: compileiq, "
     lines += ["shapes:", f"  - {{name: s, {shape}}}", "objectives: [runtime]", "acf: {search_space: ptxas-13.3}",
-              f"search: {{engine: compileiq, strategy: {strategy}, generations: 1000, pool_size: 10, "
-              f"wall_clock_s: {budget_s:g}}}", f"evaluation: {{workers: {workers}}}"]
+              f"search: {{{engine}strategy: {'joint' if strategy == 'default' else strategy}, generations: 1000, "
+              f"pool_size: 10, wall_clock_s: {budget_s:g}}}", f"evaluation: {{workers: {workers}}}"]
     return "\n".join(lines) + "\n"
+
+
+def compileiq_acfs(folder: Path, n: int) -> list[str]:
+    """``n`` distinct CompileIQ samples of the PTXAS 13.3 space as content-named files (Helion's ACF list)."""
+    from paretotune.search.acf_list import AcfLists
+    from paretotune.search.space import SearchSpace
+
+    folder.mkdir(parents=True, exist_ok=True)
+    lists = AcfLists(SearchSpace(knobs={}, acf="generated"), n)
+    drawn: list[bytes] = []
+    while len(drawn) < n:
+        drawn += [d for d in lists.draw(n - len(drawn)) if d not in drawn]
+    paths = []
+    for data in drawn:
+        import hashlib
+
+        path = folder / f"{hashlib.sha256(data).hexdigest()[:16]}.acf"
+        path.write_bytes(data)
+        paths.append(str(path))
+    return sorted(paths)
 
 
 def child_env() -> dict[str, str]:
@@ -181,29 +231,28 @@ def load(module):
         return mod
     return importlib.import_module(module)
 
-def inputs(name, shape):
-    # the kernels' own benchmark inputs: seeded random, never zeros
-    torch.manual_seed(0)
-    m, n = int(shape["M"]), int(shape["N"])
-    dtype = getattr(torch, shape.get("dtype", "float16"))
-    x = (torch.randn(m, n, device="cuda") * 4).to(dtype)
-    if name.endswith("rms_norm"):
-        return (x, torch.randn(n, device="cuda").to(dtype))
-    if name.endswith("layer_norm"):
-        return (x, torch.randn(n, device="cuda").to(dtype), torch.randn(n, device="cuda").to(dtype))
-    return (x,)
+def obj(name):
+    module, _, attr = name.rpartition(":")
+    return getattr(load(module), attr)
+
+def inputs(spec):
+    # the same inputs as the paretotune arms: the campaign's input factory, on the GPU, seed 0
+    if spec.get("inputs"):
+        return tuple(obj(spec["inputs"])(spec["shape"], "cuda", 0))
+    k = obj(spec["helion_spec"])  # a bundled HelionKernel spec
+    return tuple(k.args(k.inputs(spec["shape"], "cuda", 0), spec["shape"]))
 
 module, attr = spec["helion"]
 fn = getattr(load(module), attr)
 fn = getattr(fn, "fn", fn)  # the Python function under @helion.kernel / @helion.aot_kernel
-args = inputs(spec["name"], spec["shape"])
+args = inputs(spec)
 start = time.time()
 # the budget counts this process's start-up, as a paretotune arm's does
 left = max(5, int(spec["budget_s"] - (start - process_start)))
-kern = helion.kernel(fn, static_shapes=True, autotune_search_acf=spec["acfs"], autotune_effort="quick",
+kern = helion.kernel(fn, static_shapes=True, autotune_search_acf=spec["acfs"], autotune_effort=spec["effort"],
                      autotune_benchmark_subprocess=False, autotune_precompile=None, autotune_log=spec["log"],
                      autotune_budget_seconds=left)
-out = {"start_epoch": start, "process_epoch": process_start, "autotune_budget_s": left}
+out = {"start_epoch": start, "process_epoch": process_start, "autotune_budget_s": left, "effort": spec["effort"]}
 try:
     bound = kern.bind(args)
     bound.autotune(args)
@@ -216,14 +265,16 @@ print("TTQ_RESULT " + json.dumps(out, default=str))
 """
 
 
-def helion_arm(work: Path, name: str, spec: dict[str, Any], budget_s: float, acfs: list[str]) -> dict[str, Any]:
-    folder = work / name / "helion"
+def helion_arm(work: Path, name: str, spec: dict[str, Any], budget_s: float, acfs: list[str],
+               effort: str = "full") -> dict[str, Any]:
+    folder = work / name / f"helion-{effort}"
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "helion_autotune"
     payload = {"helion": spec["helion"], "name": name, "shape": spec["shape"], "acfs": acfs, "log": str(log),
-               "budget_s": budget_s}
+               "budget_s": budget_s, "effort": effort, "inputs": spec.get("inputs"),
+               "helion_spec": spec.get("helion_spec")}
     cmd = [sys.executable, "-c", HELION_CHILD, json.dumps(payload)]
-    row = _child("helion-autotune", cmd, budget_s)
+    row = _child(f"helion-autotune-{effort}", cmd, budget_s)
     rows = []
     if log.with_suffix(".csv").exists():
         with open(log.with_suffix(".csv")) as fh:
@@ -339,7 +390,7 @@ def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any
             key = best_key_by(arm.get("timeline", []), budget)
             if key is None:
                 continue  # nothing by then: the tool's user still has the default
-            point = arm["points"][key]
+            point = arm["points"][key] if key in arm["points"] else arm["points"][str(key)]  # (JSON: str keys)
             arm["best_by"][f"{budget:g}"] = {
                 "search_ms": best_by(arm["timeline"], budget), "id": add(point["config"], point["acf_path"]),
                 "is_baseline": point.get("is_baseline", False),  # the tool found nothing faster than its start
@@ -488,49 +539,85 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--kernels", default=",".join(DEFAULT_KERNELS),
-                        help=f"comma list, or 'all' ({', '.join(kernels())})")
+                        help=f"comma list, 'all' or '{PRETUNED_ALL}' ({', '.join(kernels())})")
     parser.add_argument("--budgets", default="30,60",
                         help="wall seconds from each tool's process start; each tool runs once, for the largest")
     parser.add_argument("--max-s", type=float, default=570.0,
                         help="skip a kernel (recorded as skipped) that would end past this many seconds")
-    parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    parser.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES),
+                        help=f"paretotune arms, comma list of {', '.join(STRATEGIES)} (default: paretotune's default)")
+    parser.add_argument("--helion-effort", default="full",
+                        help="Helion arms' autotune_effort, comma list of quick/full (one Helion arm each)")
+    parser.add_argument("--helion-acfs", choices=("compileiq", "shipped"), default="compileiq",
+                        help=f"Helion's ACF list: {HELION_ACFS} CompileIQ samples drawn now, or benchmarks/inputs/ttq_acfs")
     parser.add_argument("--workers", type=int, default=8, help="paretotune's CPU build workers")
     parser.add_argument("--rounds", type=int, default=15, help="re-timing rounds of the winners")
     parser.add_argument("--smoke", action="store_true", help="1 kernel, joint + Helion, one 45 s budget")
+    parser.add_argument("--retime", choices=("auto", "skip", "only"), default="auto",
+                        help="auto: re-time each kernel's winners after its arms; skip: arms only; only: no arms, "
+                             "re-time what OUT/ttq.json holds (a long budget's arms in separate calls, then this)")
+    parser.add_argument("--check", action="store_true",
+                        help="no GPU: write each paretotune arm's campaign, load it, resolve the kernel (its space, "
+                             "baseline, which engine runs), draw the ACF list, print the plan; then stop")
     args = parser.parse_args()
     known = kernels()
-    names = list(known) if args.kernels == "all" else args.kernels.split(",")
+    names = {"all": list(known), PRETUNED_ALL: [k for k in known if k.startswith("pretuned_")]}.get(
+        args.kernels, args.kernels.split(","))
     budgets = sorted(float(b) for b in args.budgets.split(","))
-    strategies = args.strategies.split(",")
+    strategies = [] if args.strategies in ("", "none") or args.retime == "only" else args.strategies.split(",")
+    efforts = [] if args.helion_effort in ("", "none") or args.retime == "only" else args.helion_effort.split(",")
     if args.smoke:
-        names, budgets, strategies, args.rounds = ["helion_softmax"], [45.0], ["joint"], 5
+        names, budgets, strategies, args.rounds = ["helion_softmax"], [45.0], ["default"], 5
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise SystemExit(f"--kernels: unknown {unknown} (known: {', '.join(known)})")
+        raise SystemExit(f"--kernels: unknown {unknown} (known: {', '.join(known)}, {PRETUNED_ALL})")
+    odd = [s for s in strategies if s not in STRATEGIES] + [e for e in efforts if e not in ("quick", "full")]
+    if odd:
+        raise SystemExit(f"--strategies/--helion-effort: unknown {odd}")
     longest = budgets[-1]
 
     def kernel_estimate(kname: str) -> float:
-        other = longest + AFTER_BUDGET_S if known[kname]["other"] == "helion" else TRITON_ARM_S
-        return len(strategies) * (longest + AFTER_BUDGET_S) + other + RETIME_S
+        if args.retime == "only":
+            return RETIME_S
+        other = len(efforts) * (longest + AFTER_BUDGET_S) if known[kname]["other"] == "helion" else TRITON_ARM_S
+        return len(strategies) * (longest + AFTER_BUDGET_S) + other + (RETIME_S if args.retime == "auto" else 0)
 
     estimate = sum(kernel_estimate(k) for k in names if k in known)
     print(f"plan: {len(names)} kernel(s) {names}, tools {['paretotune-' + s for s in strategies]} + Helion/Triton, "
           f"one run each of {longest:g} s (budgets {budgets} read off it), winners re-timed "
           f"({args.rounds} rounds); estimate {estimate / 60:.1f} min", flush=True)
-    acfs = sorted(str(p) for p in ACF_DIR.glob("*.acf"))
     args.out.mkdir(parents=True, exist_ok=True)
+    helion_arms = bool(efforts) and any(known[k]["other"] == "helion" for k in names)
+    acfs = [] if not (helion_arms or args.check) else (
+        compileiq_acfs(args.out / f"helion_acfs_{time.strftime('%H%M%S')}", HELION_ACFS)
+        if args.helion_acfs == "compileiq" else sorted(str(p) for p in ACF_DIR.glob("*.acf")))
+    if args.check:
+        check(args.out, names, known, strategies, longest, args.workers, acfs)
+        return
     import torch
 
+    earlier = args.out / "ttq.json"  # a split run (--retime skip / only) adds to what earlier calls wrote
+    previous = json.loads(earlier.read_text()) if earlier.exists() else None
     result: dict[str, Any] = {
         "command": " ".join([sys.executable, *sys.argv]), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None, "versions": versions(),
         "machine": {"cpu": cpu_model(), "topology": cpu_topology(), "load_average_1_5_15_min": load_average()},
-        "budgets_s": budgets, "acf_list": [Path(a).name for a in acfs], "kernels": {}}
+        "budgets_s": budgets, "acf_list": [Path(a).name for a in acfs], "helion_acfs": args.helion_acfs,
+        "helion_efforts": efforts, "strategies": strategies, "kernels": {}}
+    if previous is not None:
+        result["calls"] = [*previous.get("calls", [{k: previous.get(k) for k in ("command", "date", "versions")}]),
+                           {k: result[k] for k in ("command", "date", "versions")}]
+        result["kernels"] = previous.get("kernels", {})
     began = time.time()
     for kname in names:
         spec = known[kname]
-        entry: dict[str, Any] = {"shape": spec["shape"], "arms": []}
+        entry: dict[str, Any] = result["kernels"].get(kname) or {"shape": spec["shape"], "arms": []}
+        entry.pop("error", None)
         result["kernels"][kname] = entry
+
+        def add(arm: dict[str, Any]) -> None:  # an arm run again in a later call replaces the earlier one
+            entry["arms"] = [a for a in entry["arms"] if a.get("tool") != arm.get("tool")] + [arm]
+
         if time.time() - began + kernel_estimate(kname) > args.max_s:
             entry["error"] = (f"skipped: would end past --max-s {args.max_s:g} s "
                               f"(estimate {kernel_estimate(kname):.0f} s); run it with --kernels {kname}")
@@ -539,17 +626,21 @@ def main() -> None:
         try:
             for strategy in strategies:
                 try:
-                    entry["arms"].append(paretotune_arm(args.out, kname, spec, strategy, longest, args.workers))
+                    add(paretotune_arm(args.out, kname, spec, strategy, longest, args.workers))
                 except Exception as exc:  # noqa: BLE001 - one arm's failure is a row of the table
-                    entry["arms"].append({"tool": f"paretotune-{strategy}", "error": repr(exc)[:500]})
+                    add({"tool": f"paretotune-{strategy}", "error": repr(exc)[:500]})
                 _save(args.out, result, budgets)
             if spec["other"] == "helion":
-                entry["arms"].append(helion_arm(args.out, kname, spec, longest, acfs))
-            elif not args.smoke:
-                entry["arms"].append(triton_arm(args.out, kname, spec, longest))
+                for effort in efforts:
+                    add({**helion_arm(args.out, kname, spec, longest, acfs, effort),
+                         "acf_list": [Path(a).name for a in acfs]})
+                    _save(args.out, result, budgets)
+            elif not args.smoke and args.retime != "only":
+                add(triton_arm(args.out, kname, spec, longest))
             _save(args.out, result, budgets)
-            entry["retime"] = retime(args.out, kname, spec, entry["arms"], budgets, args.rounds)
-            entry["winner_by"] = winners(entry["arms"], budgets)
+            if args.retime != "skip":
+                entry["retime"] = retime(args.out, kname, spec, entry["arms"], budgets, args.rounds)
+                entry["winner_by"] = winners(entry["arms"], budgets)
         except Exception as exc:  # noqa: BLE001 - the next kernel still runs
             entry["error"] = f"{type(exc).__name__}: {exc}"
             entry["traceback"] = traceback.format_exc(limit=6)
@@ -565,6 +656,47 @@ def main() -> None:
     for kname, k in result["kernels"].items():
         print(f"{kname}: fastest validated kernel by budget: {k.get('winner_by')}")
     print(f"\nwritten: {args.out / 'ttq.json'}, {args.out / 'ttq.csv'}, {args.out / 'ttq.png'}")
+
+
+def check(out: Path, names: list[str], known: dict[str, dict[str, Any]], strategies: list[str], budget_s: float,
+          workers: int, acfs: list[str]) -> None:
+    """What can be checked without a GPU: each arm's campaign loads, its kernel resolves (Helion's ConfigSpec
+    bound to meta tensors, the sm90 heuristic's baseline), and the engine that would run (paretotune's default:
+    Helion's search for these kernels); the Helion arm's ACF list exists."""
+    from paretotune.campaign.load import load_campaign
+    from paretotune.campaign.resolve import make_adapter
+    from paretotune.runner.start import kernel_meta
+
+    assert len(acfs) >= 1 and all(Path(a).is_file() for a in acfs), acfs
+    print(f"Helion's ACF list: {len(acfs)} files ({Path(acfs[0]).parent})")
+    for kname in names:
+        spec = known[kname]
+        for strategy in strategies:
+            folder = out / kname / strategy
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / "campaign.yaml"
+            path.write_text(campaign_text(kname, spec, strategy, budget_s, workers))
+            try:
+                campaign = load_campaign(path)
+                adapter = make_adapter(campaign)
+                meta = kernel_meta(campaign, adapter)
+            except Exception as exc:  # noqa: BLE001 - one line per failing arm, then the next
+                print(f"{kname} {strategy}: FAILS: {type(exc).__name__}: {exc}"[:400])
+                continue
+            engine = next((n for n in meta["notes"] if n.startswith("search: ")), "search: CompileIQ")
+            first = ""
+            if strategy == "default":  # the engine's first batch, every proposal one Helion takes as it is
+                from paretotune.runner.start import make_engine
+
+                eng = make_engine(campaign, adapter, 1)
+                batch = eng.ask()
+                accepts = adapter.constraint() or (lambda _c: True)
+                bad = sum(not accepts(p.config) for p in batch)
+                first = f"; first batch {len(batch)} proposals, {bad} that Helion's normalize would change"
+                close = getattr(getattr(eng, "inner", None), "close", None)
+                if close:
+                    close()
+            print(f"{kname} {strategy}: ok; {len(adapter.space())} knobs; {engine}{first}")
 
 
 def _save(out: Path, result: dict[str, Any], budgets: list[float]) -> list[dict[str, Any]]:

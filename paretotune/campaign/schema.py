@@ -151,10 +151,32 @@ class AcfSpec(_Strict):
         return "13.3"
 
 
-class SearchSpec(_Strict):
-    """The engine and the budget: the campaign stops at generations × pool_size evaluations or wall time."""
+class HelionSearchSpec(_Strict):
+    """The helion engine's settings (``search.helion``; :mod:`paretotune.search.helion_search`): which of Helion's
+    search algorithms and effort profiles, CompileIQ ACFs per search round, searches run side by side."""
 
-    engine: str = "compileiq"
+    algorithm: str = "LFBOTreeSearch"
+    effort: Literal["quick", "full"] = "quick"
+    acfs: StrictInt = Field(default=8, ge=1, le=64)
+    islands: StrictInt = Field(default=2, ge=1, le=8)
+
+    @field_validator("algorithm")
+    @classmethod
+    def _known_algorithm(cls, v: str) -> str:
+        from paretotune.search.registry import HELION_ALGORITHMS
+
+        if v not in HELION_ALGORITHMS:
+            raise ValueError(f"unknown Helion search algorithm '{v}' (known: {_known(HELION_ALGORITHMS)})")
+        return v
+
+
+class SearchSpec(_Strict):
+    """The engine and the budget: the campaign stops at generations × pool_size evaluations or wall time.
+    ``engine: auto`` (the default): Helion's own search, ACFs as one more dimension, for a joint search of a
+    Helion kernel whose space is Helion's ConfigSpec; CompileIQ otherwise (``search/registry.py``)."""
+
+    engine: str = "auto"
+    helion: HelionSearchSpec = HelionSearchSpec()
     strategy: Literal["joint", "sequential", "acf-only"] = "joint"
     generations: StrictInt = Field(default=6, ge=1, le=10_000)
     pool_size: StrictInt = Field(default=8, ge=6, le=4096)
@@ -167,10 +189,10 @@ class SearchSpec(_Strict):
     @field_validator("engine")
     @classmethod
     def _known_engine(cls, v: str) -> str:
-        from paretotune.search.registry import ENGINES
+        from paretotune.search.registry import ENGINE_NAMES
 
-        if v not in ENGINES:
-            raise ValueError(f"unknown engine '{v}' (known: {_known(ENGINES)})")
+        if v not in ENGINE_NAMES:
+            raise ValueError(f"unknown engine '{v}' (known: {_known(ENGINE_NAMES)})")
         return v
 
     @property

@@ -20,6 +20,7 @@ from paretotune.kernels.base import Inputs, KernelPTX, Prepared, UnknownShapeKey
 from paretotune.kernels.helion_aot import NUM_SMS, AotBinder, sms_of, target_codegen
 from paretotune.kernels.helion_space import device_features
 from paretotune.records import Shape
+from paretotune.search.space import NativeSpace
 from paretotune.toolchain.arch import TargetArch
 
 
@@ -160,6 +161,15 @@ class HelionAdapter:
             self._derived = intersect(spaces, [self.default_config(s) for s in self._shapes])
             self.space_note = None if self._tensor_descriptors else CPU_RESTRICTION
         return dict(self._derived)
+
+    def native_space(self) -> NativeSpace | None:
+        """Helion's ConfigSpec (first shape) for engines that search it natively, with the target's device
+        features to run it under; None for a hand-written space."""
+        if self.spec.space is not None or not self._shapes:
+            return None
+        features = self._tensor_descriptors
+        return NativeSpace(kind="helion", spec=self.config_spec(self._shapes[0]),
+                           context=lambda: device_features(features))
 
     def config_spec(self, shape: Shape) -> Any:
         """Helion's ConfigSpec of the kernel bound to ``shape`` (meta tensors, the target's SM count)."""

@@ -37,7 +37,17 @@ def make_engine(campaign: Campaign, adapter: Any, n_objectives: int) -> SearchEn
     constraint = getattr(adapter, "constraint", lambda: None)()  # adapters without one take every config
     if constraint is not None and not constraint(seed):
         seed = {}
-    return build(campaign, adapter.space(), n_objectives, constraint=constraint, seed_config=seed)
+    return build(campaign, adapter.space(), n_objectives, constraint=constraint, seed_config=seed,
+                 native=native_space(campaign, adapter))
+
+
+def native_space(campaign: Campaign, adapter: Any) -> Any:
+    """Helion's ConfigSpec for engines that search it natively (``engine: auto`` / ``helion``), where the space is
+    Helion's own: not narrowed by ``kernel.space`` (Helion's search would not keep to the narrowed lists)."""
+    native = getattr(adapter, "native_space", None)
+    if native is None or campaign.spec.kernel.space:
+        return None
+    return native()
 
 
 
@@ -111,6 +121,9 @@ def kernel_meta(campaign: Campaign, adapter: Any) -> dict[str, Any]:
         note = getattr(adapter, "space_note", None)
         if note:
             notes.append(note)
+        note = engine_note(campaign, adapter)
+        if note:
+            notes.append(note)
     return {"baselines": baselines, "baseline_sources": sources, "notes": notes}
 
 
@@ -123,3 +136,23 @@ def note_measurement(run: RunDir, baseline: Any, shapes: Sequence[Any]) -> None:
                 for label, v in per_shape.items() if "timing" in v}
     if measured:
         run.write_meta({**run.meta(), "measurement": measured})
+
+
+def engine_note(campaign: Campaign, adapter: Any) -> str | None:
+    """One line when Helion's own search runs (``engine: auto`` picks it for a Helion ConfigSpec); an explicit
+    ``engine: helion`` on a kernel without one fails here, before the run directory exists."""
+    from paretotune.errors import UserError
+    from paretotune.search.registry import resolve_engine
+
+    search = campaign.spec.search
+    native = native_space(campaign, adapter) is not None
+    if search.engine == "helion" and not native:
+        raise UserError(f"{campaign.path}: search.engine: helion searches Helion's own ConfigSpec; it needs a Helion "
+                        "kernel whose space is Helion's (no kernel.space, no space in the kernel's spec)")
+    if resolve_engine(search.engine, search.strategy, native) != "helion":
+        return None
+    h = search.helion
+    acfs = {"generated": f"{h.acfs} CompileIQ ACFs per round", "finite": "the campaign's ACF list",
+            "none": "none"}[campaign.spec.acf.kind]
+    return (f"search: Helion's {h.algorithm} (effort {h.effort}, {h.islands} side by side) over its ConfigSpec; "
+            f"ACFs one more dimension ({acfs})")

@@ -8,8 +8,12 @@ campaign asks again as each is told, and ends only on ``[]`` with none in flight
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from paretotune.search.space import NativeSpace
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,8 @@ class EngineOptions:
     generations: int
     seed: int
     seed_config: dict[str, Any] | None = None  # a starting point (the baseline's config), for engines that take one
+    native: NativeSpace | None = None  # the kernel language's own space (Helion's ConfigSpec), for engines that search it
+    settings: Mapping[str, Any] = field(default_factory=dict)  # the engine's own campaign block (search.helion)
 
 
 class SearchEngine(Protocol):

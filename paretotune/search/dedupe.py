@@ -87,6 +87,13 @@ class Deduplicated:
             self.inner.tell(known)
         return []
 
+    def know_baseline(self, config: dict[str, Any], score: tuple[float, ...]) -> None:
+        """The baseline's config and score (measured before the search), for an inner engine that takes them
+        (Helion's search: its reference and first seed, never proposed again)."""
+        inner = getattr(self.inner, "know_baseline", None)
+        if inner is not None:
+            inner(config, score)
+
     def _allowed(self, config: Mapping[str, Any]) -> bool:
         if self.constraint is None:
             return True

@@ -10,6 +10,11 @@ without ACFs for half the budget, then on ACFs at the knee config (:mod:`paretot
 ``strategy: acf-only`` searches ACFs only, each shape at its own baseline config (the caller hands it a space
 whose knobs hold one value each, or none for per-shape baselines). A space's ``constraint`` (combinations the
 kernel rejects) is applied in the de-duplicating wrapper, once for every engine.
+
+``engine: auto`` (the default) is paretotune's best mode for the kernel: Helion's own search with the ACF as one
+more dimension (:mod:`paretotune.search.helion_search`) for a joint search of a Helion kernel whose space is
+Helion's ConfigSpec (the caller passes it as ``native``), CompileIQ otherwise. The helion engine searches configs;
+the ACF-only phase of ``sequential`` (and ``acf-only``) runs CompileIQ.
 """
 from __future__ import annotations
 
@@ -35,6 +40,7 @@ class EngineInfo:
     summary: str
     acf_sources: tuple[str, ...] = ALL_SOURCES  # the ACF kinds it can search
     min_pool_size: Callable[[int], int] = lambda n_objectives: 1  # the smallest pool_size for n objective columns
+    native: str | None = None  # the kernel language's own space it searches instead of knob lists ("helion")
 
 
 ENGINE_TABLE: tuple[EngineInfo, ...] = (  # search.engine defaults to compileiq (campaign/schema.py)
@@ -45,10 +51,30 @@ ENGINE_TABLE: tuple[EngineInfo, ...] = (  # search.engine defaults to compileiq 
     EngineInfo("random", "paretotune.search.random_engine", "uniform draws (the baseline to beat)"),
     EngineInfo("grid", "paretotune.search.grid_engine", "every point once, in order (exhaustive baseline)",
                acf_sources=("finite", "none")),
+    EngineInfo("helion", "paretotune.search.helion_search",
+               "Helion's own search (LFBOTreeSearch) over its ConfigSpec, the ACF one more dimension",
+               native="helion"),
 )
 ENGINE_INFO = {e.name: e for e in ENGINE_TABLE}
-ENGINES = tuple(ENGINE_INFO)
+ENGINES = tuple(e.name for e in ENGINE_TABLE if e.native is None)  # engines over knob lists: any kernel
+AUTO = "auto"  # helion for a joint search over Helion's ConfigSpec, else compileiq (see resolve_engine)
+ENGINE_NAMES = (AUTO, *ENGINE_INFO)  # what search.engine may name
 STRATEGIES = ("joint", "sequential", "acf-only")
+ACF_ENGINE = "compileiq"  # what searches ACFs alone where the chosen engine searches configs (helion)
+# the helion engine's settings (campaign: search.helion): Helion's search_algorithms that need no network or
+# config list, its effort profiles, and the defaults (ACFs per round, searches side by side)
+HELION_ALGORITHMS = ("LFBOTreeSearch", "LFBOPatternSearch", "PatternSearch", "DifferentialEvolutionSearch",
+                     "DESurrogateHybrid", "RandomSearch")
+HELION_EFFORTS = ("quick", "full")
+HELION_DEFAULTS: dict[str, Any] = {"algorithm": "LFBOTreeSearch", "effort": "quick", "acfs": 8, "islands": 2}
+
+
+def resolve_engine(engine: str, strategy: str, native: bool) -> str:
+    """The engine ``auto`` stands for: Helion's search for a joint search over a Helion ConfigSpec (``native``),
+    CompileIQ otherwise; any other name is itself."""
+    if engine != AUTO:
+        return engine
+    return "helion" if native and strategy == "joint" else ACF_ENGINE
 
 
 def search_problem(engine: str, strategy: str, acf_kind: str) -> str | None:
@@ -56,11 +82,14 @@ def search_problem(engine: str, strategy: str, acf_kind: str) -> str | None:
 
     Pure and cheap (no imports), so the campaign schema calls it at load time, before any compile.
     """
-    info = ENGINE_INFO.get(engine)
+    info = ENGINE_INFO.get(ACF_ENGINE if engine == AUTO else engine)
     if info is None:
-        return f"unknown engine '{engine}' (known: {', '.join(ENGINES)})"
+        return f"unknown engine '{engine}' (known: {', '.join(ENGINE_NAMES)})"
     if strategy not in STRATEGIES:
         return f"unknown strategy '{strategy}' (known: {', '.join(STRATEGIES)})"
+    if engine == "helion" and strategy == "acf-only":
+        return (f"engine helion searches kernel configs; strategy acf-only searches ACFs only: use {ACF_ENGINE} "
+                "(or engine: auto)")
     if acf_kind == "generated" and acf_kind not in info.acf_sources:
         able = [e.name for e in ENGINE_TABLE if acf_kind in e.acf_sources]
         return (f"engine {engine} cannot search generated ACFs (acf.search_space): use {' or '.join(able)}, "
@@ -76,7 +105,7 @@ def search_problem(engine: str, strategy: str, acf_kind: str) -> str | None:
 def pool_size_problem(engine: str, pool_size: int, n_columns: int) -> str | None:
     """Why ``pool_size`` is too small for this engine and number of objective columns (to follow
     ``search.pool_size: ``); None if it is not. The one check of an engine's minimum pool size."""
-    info = ENGINE_INFO.get(engine)
+    info = ENGINE_INFO.get(ACF_ENGINE if engine == AUTO else engine)  # auto may become compileiq
     need = info.min_pool_size(n_columns) if info is not None else 1
     if pool_size >= need:
         return None
@@ -97,23 +126,25 @@ def search_space(campaign: Any, knobs: dict[str, list[Any]], constraint: Any = N
 
 
 def build_engine(name: str, space: Any, *, n_objectives: int, pool_size: int, generations: int,
-                 seed: int, seed_config: dict[str, Any] | None = None) -> SearchEngine:
-    """One bare engine (not de-duplicated) over ``space``; CompileIQ starts around ``seed_config`` if given
-    (the other engines start uniformly)."""
+                 seed: int, seed_config: dict[str, Any] | None = None, native: Any = None,
+                 settings: dict[str, Any] | None = None) -> SearchEngine:
+    """One bare engine (not de-duplicated) over ``space``; CompileIQ and Helion's search start around
+    ``seed_config`` if given (the other engines start uniformly); ``native``: Helion's ConfigSpec for the helion
+    engine; ``settings``: the engine's own campaign block."""
     info = ENGINE_INFO.get(name)
     if info is None:
-        raise UserError(f"search.engine: unknown engine '{name}' (known: {', '.join(ENGINES)})")
+        raise UserError(f"search.engine: unknown engine '{name}' (known: {', '.join(ENGINE_NAMES)})")
     options = EngineOptions(n_objectives=n_objectives, pool_size=pool_size, generations=generations, seed=seed,
-                            seed_config=seed_config)
+                            seed_config=seed_config, native=native, settings=dict(settings or {}))
     engine: SearchEngine = importlib.import_module(info.module).create(space, options)
     return engine
 
 
 def make_engine(campaign: Any, space: dict[str, list[Any]], n_objectives: int, *, constraint: Any = None,
-                seed_config: dict[str, Any] | None = None) -> SearchEngine:
+                seed_config: dict[str, Any] | None = None, native: Any = None) -> SearchEngine:
     """The engine a campaign asks for, over the adapter's knob ``space`` (``constraint``: which combinations
-    the kernel takes) and the campaign's ACF source; a joint CompileIQ search, and a sequential one's config
-    phase, start around ``seed_config``."""
+    the kernel takes) and the campaign's ACF source; a joint CompileIQ or Helion search, and a sequential one's
+    config phase, start around ``seed_config``; ``native``: Helion's ConfigSpec where the space is Helion's."""
     from paretotune.search.dedupe import Deduplicated
     from paretotune.search.sequential import SequentialEngine
 
@@ -127,14 +158,22 @@ def make_engine(campaign: Any, space: dict[str, list[Any]], n_objectives: int, *
                         "is no ACF source)")
     kw: dict[str, Any] = {"n_objectives": n_objectives, "pool_size": spec.search.pool_size,
                           "generations": spec.search.generations, "seed": spec.seed}
-    name = spec.search.engine
-    if spec.search.strategy in ("joint", "acf-only"):
+    name = resolve_engine(spec.search.engine, spec.search.strategy, native is not None)
+    acf_name, acf_kw = (ACF_ENGINE if name == "helion" else name), dict(kw)
+    if name == "helion":
+        if native is None:
+            raise UserError(f"{campaign.path}: search.engine: helion searches Helion's own ConfigSpec; it needs a "
+                            "Helion kernel whose space is Helion's (no kernel.space, no space in the kernel's spec)")
+        kw.update(native=native, settings=_helion_settings(spec.search))
+    if spec.search.strategy == "acf-only":
+        return Deduplicated(build_engine(acf_name, full, **acf_kw, seed_config=seed_config), constraint=full.constraint)
+    if spec.search.strategy == "joint":
         return Deduplicated(build_engine(name, full, **kw, seed_config=seed_config), constraint=full.constraint)
     cache: dict[str, Any] = {}
 
     def phase2(config: dict[str, Any]) -> SearchEngine:
-        return Deduplicated(build_engine(name, full.at_config(config), **{**kw, "seed": spec.seed + 1}), cache=cache,
-                            constraint=full.constraint)
+        return Deduplicated(build_engine(acf_name, full.at_config(config), **{**acf_kw, "seed": spec.seed + 1}),
+                            cache=cache, constraint=full.constraint)
 
     if not full.configs_only().searchable:  # one config: phase 1 has nothing to tune
         return phase2(full.config({}))
@@ -142,3 +181,9 @@ def make_engine(campaign: Any, space: dict[str, list[Any]], n_objectives: int, *
                                          cache=cache, constraint=full.constraint), phase2,
                             phase1_budget=max(1, spec.search.budget // 2),
                             knobs=tuple(k for k in full.knobs if k != CONFIG_LIST_KNOB))
+
+
+def _helion_settings(search: Any) -> dict[str, Any]:
+    """The campaign's ``search.helion`` block as the helion engine's settings (absent: its defaults)."""
+    block = getattr(search, "helion", None)
+    return {} if block is None else dict(block.model_dump())

@@ -91,6 +91,9 @@ class SequentialEngine:
         that it wins ties and phase 2 stays at the user's config unless phase 1 found a better one."""
         if self.phase == 1 and all(k in config for k in self._knobs):
             self._results.insert(0, (dict(config), tuple(score)))
+            inner = getattr(self._phase1, "know_baseline", None)  # e.g. its de-duplication cache
+            if inner is not None:
+                inner(config, score)
 
     def pace(self, clock: Callable[[], float], wall_clock_s: float) -> None:
         """Bound phase 1 by time as well: it ends once ``clock()`` (the run's wall seconds) passes the middle of

@@ -12,9 +12,11 @@ configs.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -102,6 +104,18 @@ def _knob_value(values: list[Any], knob: str, config: Mapping[str, Any]) -> Any:
         if all(config.get(k) == v for k, v in listed.items()):
             return listed
     raise KeyError(f"config {dict(config)} is none of the listed configs")
+
+
+@dataclass(frozen=True)
+class NativeSpace:
+    """A kernel language's own description of its config space, for an engine that searches it natively
+    (:mod:`paretotune.search.helion_search`) rather than as knob lists. ``spec`` is Helion's ConfigSpec of the
+    kernel bound to the campaign's first shape; every call into it runs under ``context()`` (the target's device
+    features: a ConfigSpec made for a target must answer what that target supports, not this machine)."""
+
+    kind: Literal["helion"]
+    spec: Any
+    context: Callable[[], AbstractContextManager[Any]] = field(default=contextlib.nullcontext, compare=False)
 
 
 def point_key(config: Mapping[str, Any], acf_sha: str | None) -> str:

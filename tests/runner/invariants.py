@@ -108,3 +108,32 @@ def check_front(run_dir: Path) -> set[int]:
     assert front == brute, (sorted(front), sorted(brute))
     assert front, "empty front"
     return front
+
+
+def check_helion_ledger(run_dir: Path, records: list[TrialRecord]) -> int:
+    """The helion engine's results (in the current engine checkpoint) against the store, point by point: every
+    stored search record told with its score, every told point stored. Returns the number told."""
+    from paretotune.search.space import point_key as engine_key  # the engine's key: [config, ACF sha] as JSON
+
+    run = RunDir(run_dir)
+    columns = run.objective_columns()
+    stored = {engine_key(r.config, r.acf): minimization_vector(r, columns) for r in records
+              if not r.is_baseline and "twin_of" not in r.extra}
+    cp = read_checkpoint(run_dir)
+    assert cp is not None and cp.engine_file, cp
+    state = json.loads((run_dir / cp.engine_file).read_text())
+    import base64
+
+    acfs = [None if a is None else hashlib.sha256(base64.b64decode(a)).hexdigest() for a in state["acf_table"]]
+    told = set()
+    for layout, values, acf, score in state["results"]:  # a config is its layout's keys with these values
+        key = engine_key(dict(zip(state["layouts"][layout], values, strict=True)), acfs[acf])
+        assert key in stored, f"the engine was told a point the store does not hold: {key}"
+        want = stored[key]
+        assert (score is None) == (want is None), (key, score, want)
+        if want is not None:
+            assert all(math.isclose(a, b) for a, b in zip(score, want, strict=True)), (key, score, want)
+        told.add(key)
+    untold = set(stored) - told
+    assert not untold, f"stored records the engine was never told: {sorted(untold)[:3]}"
+    return len(state["results"])

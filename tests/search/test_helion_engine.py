@@ -1,0 +1,253 @@
+"""The helion engine: Helion's own search (LFBOTreeSearch by default) over a real Helion ConfigSpec, driven by
+paretotune's ask/tell, with the ACF as one more dimension of the same search.
+
+The ConfigSpecs are real (the project's scale_rows AOT kernel and the bundled RMS norm bound to meta tensors
+for sm_90, as campaigns bind them); the objective is synthetic (a function of the config with a known optimum),
+so every run is deterministic and takes seconds. The loop is simulated the way the steady schedule runs: a
+window of candidates in flight, each told as it "finishes", asked again after every tell.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from paretotune.campaign.user_code import import_object
+from paretotune.kernels.helion import HelionAdapter, spec_from_kernel
+from paretotune.kernels.helion_space import accepts, device_features
+from paretotune.records import Shape
+from paretotune.search.base import EngineOptions, Proposal
+from paretotune.search.dedupe import Deduplicated
+from paretotune.search.registry import ENGINE_INFO, resolve_engine
+from paretotune.search.space import SearchSpace, point_key
+from paretotune.toolchain.acf_sources import AcfOption
+from paretotune.toolchain.arch import TARGETS
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "helion_aot"
+WIDE = Shape(label="wide", params={"M": 512, "N": 4096})
+ACFS = (AcfOption("", None), AcfOption("a.acf", b"A" * 64), AcfOption("b.acf", b"B" * 64))  # Helion never reads them
+Objective = Callable[[dict[str, Any], bytes | None], tuple[float, ...] | None]
+
+
+def scale_rows(gpu: bool = False) -> HelionAdapter:
+    kernel = import_object("scale_rows.py:scale_rows", FIXTURES, "test")
+    factory = import_object("scale_rows.py:inputs", FIXTURES, "test")
+    adapter = HelionAdapter("scale_rows", spec_from_kernel(kernel, factory))
+    adapter.use_campaign((WIDE,), TARGETS["sm_90"], gpu)
+    return adapter
+
+
+def rms_norm() -> HelionAdapter:
+    from paretotune.kernels.bundled.helion_rms_norm import rms_norm as fn
+
+    factory = import_object("bundled_fns.py:rms_norm_args", FIXTURES, "test")
+    adapter = HelionAdapter("rms_norm", spec_from_kernel(fn, factory))
+    adapter.use_campaign((Shape(label="s", params={"M": 2048, "N": 4096, "dtype": "bfloat16"}),), TARGETS["sm_90"],
+                         True)
+    return adapter
+
+
+def synthetic(config: dict[str, Any], acf: bytes | None) -> tuple[float, ...]:
+    """Known optimum 1.0: block size 16, 2 warps, ACF "B" (a runtime-like number, smaller is better)."""
+    return (1.0 + abs(math.log2(config["block_sizes"][0]) - 4) + abs(math.log2(config["num_warps"]) - 1)
+            + (0.0 if acf is not None and acf[:1] == b"B" else 0.5),)
+
+
+def engine(adapter: HelionAdapter, acf: str = "finite", **settings: Any) -> tuple[Deduplicated, Any, SearchSpace]:
+    from paretotune.search import helion_search
+
+    space = SearchSpace(knobs=adapter.space(), acf=acf, acf_options=ACFS if acf == "finite" else (),  # type: ignore[arg-type]
+                        constraint=adapter.constraint())
+    shape = adapter._shapes[0]
+    base = adapter.default_config(shape)
+    inner = helion_search.create(space, EngineOptions(n_objectives=1, pool_size=8, generations=1, seed=3,
+                                                      seed_config=base, native=adapter.native_space(),
+                                                      settings={"islands": 1, **settings}))
+    wrapped = Deduplicated(inner, constraint=space.constraint)
+    wrapped.know_baseline(base, synthetic(base, None))
+    return wrapped, inner, space
+
+
+class Loop:
+    """The steady schedule in miniature: up to ``window`` in flight, first in first told, ask after each tell."""
+
+    def __init__(self, eng: Deduplicated, objective: Objective = synthetic, window: int = 6) -> None:
+        self.engine, self.objective, self.window = eng, objective, window
+        self.in_flight: list[Proposal] = []
+        self.proposed: list[Proposal] = []
+        self.told = 0
+
+    def run(self, evaluations: int) -> None:
+        while self.told < evaluations:
+            while len(self.in_flight) < self.window:  # the loop's refill: ask until the window is full
+                fresh = self.engine.ask()
+                if not fresh:
+                    break
+                self.in_flight += fresh
+                self.proposed += fresh
+            if not self.in_flight:
+                return
+            p = self.in_flight.pop(0)
+            self.engine.tell({p.engine_id: self.objective(p.config, p.acf)})
+            self.told += 1
+
+
+def test_every_proposal_is_a_point_helion_accepts_and_none_is_repeated() -> None:
+    """Over Helion's ConfigSpec with tensor descriptors (a GPU campaign's space) and an ACF list: each proposal
+    passes Helion's normalize unchanged, carries an ACF of the list (or none), is never the baseline (answered
+    from what is known) and never a point proposed before; the search reaches the optimum."""
+    adapter = scale_rows(gpu=True)
+    eng, inner, _ = engine(adapter)
+    loop = Loop(eng)
+    loop.run(170)
+    spec = adapter.config_spec(WIDE)
+    with device_features(True):
+        assert all(accepts(spec, p.config) for p in loop.proposed)
+    assert {p.acf for p in loop.proposed} <= {o.data for o in ACFS} and len({p.acf for p in loop.proposed}) == 3
+    keys = [point_key(p.config, None if p.acf is None else p.acf.hex()) for p in loop.proposed]
+    assert len(keys) == len(set(keys)) and eng.rejected == 0
+    base_key = point_key(adapter.default_config(WIDE), None)
+    first = inner.rounds[0].calls[0]  # Helion's initial population starts from the seed (the baseline) ...
+    assert any(i.key == base_key and i.engine_id is None for i in first)  # ... answered without a build
+    assert min(synthetic(p.config, p.acf)[0] for p in loop.proposed) == 1.0
+    assert len(inner.rounds) >= 2  # Helion's quick search ended; the next round starts from what was learnt:
+    later = inner.rounds[1].plan
+    assert later.train_upto > 100 and later.seeds[0][0] == adapter.default_config(WIDE) and len(later.seeds) > 1
+    assert later.seed != inner.rounds[0].plan.seed
+    inner.close()
+
+
+def test_islands_and_rounds_on_another_configspec() -> None:
+    """Two searches side by side on the bundled RMS norm's ConfigSpec with generated ACFs (a list of CompileIQ
+    samples per round): the second fills the window while the first waits at its generation barrier, both have
+    batches open at once, each with its own ACF list; proposals stay valid."""
+    adapter = rms_norm()
+    eng, inner, _ = engine(adapter, acf="generated", islands=2, acfs=4)
+    loop = Loop(eng, window=10)
+    loop.run(100)
+    by_island = [p.engine_id.split(".")[0] for p in loop.proposed]
+    assert by_island.count("0") > 2 * by_island.count("1") > 0  # the second only fills the leader's barriers
+    assert all(r.current is not None for r in inner.rounds)  # both wait for scores at once: the GPU has work
+    assert all(len(r.plan.acfs) == 5 and r.plan.acfs[0] is None for r in inner.rounds)  # none + 4 CompileIQ ACFs
+    assert inner.rounds[0].plan.acfs[1:] != inner.rounds[1].plan.acfs[1:]
+    spec = adapter.config_spec(adapter._shapes[0])
+    with device_features(True):
+        assert all(accepts(spec, p.config) for p in loop.proposed)
+    assert all(p.acf is None or len(p.acf) > 1000 for p in loop.proposed)  # real sampled ACFs
+    inner.close()
+
+
+def test_restore_gives_the_same_proposals_as_no_interruption(tmp_path: Path) -> None:
+    """Save mid-batch, build a fresh engine, restore, go on (twice: in Helion's first round, and in a later one,
+    trained on the first): every proposal (ids, configs, ACFs) is the uninterrupted engine's; the batch in
+    flight at each save stays in flight under the same ids."""
+    adapter = scale_rows()
+    eng, inner, _ = engine(adapter)
+    loop = Loop(eng)
+    proposed: list[Proposal] = []
+    for n, stop in enumerate((45, 150, 180)):
+        loop.run(stop)
+        proposed += loop.proposed
+        if stop == 180:
+            break
+        assert loop.in_flight  # the save comes with a batch in flight
+        eng.save(str(tmp_path / f"engine{n}.json"))
+        inner.close()
+        eng, inner, _ = engine(adapter)
+        eng.restore(str(tmp_path / f"engine{n}.json"))
+        resumed = Loop(eng)
+        resumed.in_flight, resumed.told = list(loop.in_flight), loop.told  # resume re-evaluates what was in flight
+        loop = resumed
+    assert len(inner.rounds) == 2 and inner.rounds[1].plan.train_upto > 100  # the second restore replayed round 1
+    inner.close()
+
+    control, control_inner, _ = engine(adapter)
+    straight = Loop(control)
+    straight.run(180)
+    assert [(p.engine_id, p.config, p.acf) for p in proposed] == [(p.engine_id, p.config, p.acf)
+                                                                   for p in straight.proposed]
+    control_inner.close()
+
+
+def test_auto_is_helion_for_a_joint_search_over_helions_configspec() -> None:
+    """engine: auto resolves to helion only where the caller has Helion's ConfigSpec and the strategy is joint."""
+    assert "helion" in ENGINE_INFO
+    assert resolve_engine("auto", "joint", native=True) == "helion"
+    assert resolve_engine("auto", "joint", native=False) == "compileiq"
+    assert resolve_engine("auto", "sequential", native=True) == "compileiq"
+    assert resolve_engine("compileiq", "joint", native=True) == "compileiq"
+    assert scale_rows().native_space() is not None
+
+
+def test_helion_engine_without_a_configspec_is_a_one_line_error() -> None:
+    from paretotune.errors import UserError
+    from paretotune.search import helion_search
+
+    with pytest.raises(UserError, match="helion searches Helion's own ConfigSpec"):
+        helion_search.create(SearchSpace(knobs={"num_warps": [4, 8]}),
+                             EngineOptions(n_objectives=1, pool_size=8, generations=1, seed=0))
+
+
+@pytest.mark.parametrize("algorithm", ["LFBOPatternSearch", "PatternSearch", "DifferentialEvolutionSearch",
+                                       "DESurrogateHybrid", "RandomSearch"])
+def test_each_of_helions_algorithms_runs_through_the_bridge(algorithm: str) -> None:
+    """search.helion.algorithm: each of Helion's searches is driven the same way and proposes valid points."""
+    adapter = scale_rows()
+    eng, inner, _ = engine(adapter, algorithm=algorithm)
+    loop = Loop(eng)
+    loop.run(40)
+    assert loop.told == 40 and eng.rejected == 0 and not inner.errors
+    spec = adapter.config_spec(WIDE)
+    with device_features(False):
+        assert all(accepts(spec, p.config) for p in loop.proposed)
+    inner.close()
+
+
+def test_sequential_with_engine_helion_searches_configs_then_compileiq_acfs(tmp_path: Path) -> None:
+    """strategy sequential, engine helion: Helion's search without ACFs first (it hears of the baseline: its
+    reference, never re-proposed), CompileIQ over ACFs at the winner."""
+    from paretotune.campaign.load import load_campaign
+    from paretotune.campaign.resolve import make_adapter
+    from paretotune.runner.start import make_engine
+    from paretotune.search.helion_search import HelionSearchEngine
+    from paretotune.search.sequential import SequentialEngine
+
+    path = tmp_path / "c.yaml"
+    path.write_text(f"name: t\nkernel: {{source: {FIXTURES}/scale_rows.py:scale_rows, inputs: {FIXTURES}/scale_rows.py:inputs}}\n"
+                    "shapes: [{name: wide, M: 512, N: 4096}]\nobjectives: [registers]\n"
+                    "acf: {search_space: ptxas-13.3}\nsearch: {engine: helion, strategy: sequential, pool_size: 6}\n")
+    campaign = load_campaign(path)
+    adapter = make_adapter(campaign)
+    eng = make_engine(campaign, adapter, 1)
+    assert isinstance(eng, SequentialEngine)
+    helion = eng._phase1.inner
+    assert isinstance(helion, HelionSearchEngine) and not helion._lists.searched  # configs only
+    base = adapter.default_config(WIDE)
+    eng.know_baseline(base, (40.0,))
+    assert helion.reference == [40.0]
+    batch = eng.ask()
+    assert batch and all(p.acf is None for p in batch)
+    assert point_key(base, None) not in {point_key(p.config, None) for p in batch}
+    phase2 = eng._make_phase2(base)
+    assert type(phase2.inner).__name__ == "CompileIQEngine"
+    helion.close()
+
+
+def test_a_checkpoint_that_does_not_replay_starts_the_search_afresh(tmp_path: Path) -> None:
+    """A log Helion's search does not reproduce (another Helion, an edited file): restore says so and raises
+    NotImplementedError, on which resume goes on with a fresh engine rather than a wrong one."""
+    import json
+
+    eng, inner, _ = engine(scale_rows())
+    Loop(eng).run(40)
+    eng.save(str(tmp_path / "engine.json"))
+    inner.close()
+    state = json.loads((tmp_path / "engine.json").read_text())
+    state["rounds"][0]["seed"] += 1  # the same round from another seed proposes other configs
+    (tmp_path / "engine.json").write_text(json.dumps(state))
+    again, again_inner, _ = engine(scale_rows())
+    with pytest.warns(RuntimeWarning, match="cannot replay"), pytest.raises(NotImplementedError):
+        again.restore(str(tmp_path / "engine.json"))
