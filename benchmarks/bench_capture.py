@@ -284,9 +284,20 @@ def part_helion(ctx: dict[str, Any], res: Results, deadline: float) -> None:
     found = examples(folder)
     env = {**ctx["env"], "HELION_AUTOTUNE_EFFORT": "none", "PYTHONPATH": os.pathsep.join(
         [str(folder), ctx["env"].get("PYTHONPATH", "")])}
-    capture_deadline = time.monotonic() + ctx["capture_share"] * (deadline - time.monotonic())
+    captures = ctx["captures"]  # an earlier call's capture folders: only their campaigns run now
+    capture_deadline = time.monotonic() + (0 if captures else ctx["capture_share"]) * (deadline - time.monotonic())
     rows: list[dict[str, Any]] = [{"example": m, "skipped": why} for m, why in found if why]
     todo = [m for m, why in found if not why][:ctx["max_examples"]]
+    if captures:
+        ctx["work"].joinpath("helion").mkdir(parents=True, exist_ok=True)
+        earlier = {r["example"]: r for r in csv.DictReader((captures / "helion_examples.csv").open())}
+        for module in todo:
+            if (captures / "helion" / module).is_dir() and not (ctx["work"] / "helion" / module).exists():
+                (ctx["work"] / "helion" / module).symlink_to(captures / "helion" / module)
+        todo = []
+        rows = [{**r, "kernels": int(r["kernels"] or 0), "campaigns": int(r["campaigns"] or 0), "rc": int(r["rc"]),
+                 "calls": int(r["calls"] or 0), "skipped_kernels": json.loads(r.get("skipped_kernels") or "{}"),
+                 "captured_in": str(captures)} if r.get("rc") else {**r, "rc": None} for r in earlier.values()]
 
     def capture(module: str) -> dict[str, Any]:
         cap = min(ctx["example_s"], capture_deadline - time.monotonic())
@@ -310,7 +321,8 @@ def part_helion(ctx: dict[str, Any], res: Results, deadline: float) -> None:
     res.table("helion_examples.csv", rows)
     campaigns = sorted(((r["example"], k) for r in rows if r.get("campaigns")
                         for k in capture_rows(ctx["work"] / "helion" / r["example"]) if k["campaign"]),
-                       key=lambda item: (item[1]["rank"], item[0]))  # every example's top kernel first
+                       key=lambda item: (item[1]["rank"], not item[0].startswith("pretuned_kernels"), item[0]))
+    # every program's top kernel first, the pretuned kernels' before the examples
     res.put("helion", "campaigns_written", len(campaigns))
 
     def campaign(item: tuple[str, dict[str, Any]]) -> dict[str, Any]:
@@ -344,7 +356,7 @@ def part_helion(ctx: dict[str, Any], res: Results, deadline: float) -> None:
     with ThreadPoolExecutor(max_workers=ctx["jobs"]) as pool:
         ran = list(pool.map(campaign, campaigns))
     res.table("helion_campaigns.csv", ran)
-    captured = [r for r in rows if "rc" in r]
+    captured = [r for r in rows if r.get("rc") is not None]
     res.put("helion", "counts", {
         "examples_found": len(found), "examples_skipped": sum(1 for r in rows if r.get("skipped")),
         "examples_captured": len(captured), "examples_exit_0": sum(r["rc"] == 0 for r in captured),
@@ -407,6 +419,9 @@ def main() -> int:
     parser.add_argument("--example-s", type=float, default=75.0, help="cap per Helion example's capture")
     parser.add_argument("--campaign-s", type=float, default=30.0, help="search.wall_clock_s per Helion campaign")
     parser.add_argument("--max-examples", type=int, default=1000)
+    parser.add_argument("--captures", type=Path, default=None,
+                        help="run the campaigns of an earlier call's Helion captures (its OUT: helion_examples.csv and "
+                             "work/helion/), capturing nothing")
     parser.add_argument("--capture-share", type=float, default=0.4,
                         help="the share of the Helion part's time that capturing may take (the rest: their campaigns)")
     parser.add_argument("--top", type=int, default=3, help="Liger kernels to tune, by GPU time")
@@ -421,7 +436,9 @@ def main() -> int:
     out = args.out.resolve()
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1",
+    # JAX, imported by some of Helion's examples, takes 75 % of the GPU's memory at start unless told not to: with
+    # programs side by side that starved the others (H200, 2026-12-02: "Failed to allocate 104.85GiB")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
            "PYTHONPATH": os.pathsep.join([str(ROOT), str(CAPKERNELS), os.environ.get("PYTHONPATH", "")])}
     run_env = dict(env)  # campaigns build real kernels: never under the interpreter
     if args.smoke:
@@ -435,7 +452,7 @@ def main() -> int:
         "work": work, "env": env, "run_env": run_env, "liger": liger, "examples": args.examples.resolve(),
         "jobs": args.jobs,
         "example_s": args.example_s, "campaign_s": args.campaign_s, "max_examples": args.max_examples,
-        "capture_share": args.capture_share,
+        "capture_share": args.capture_share, "captures": args.captures.resolve() if args.captures else None,
         "top": args.top, "liger_parallel": args.liger_parallel, "rounds": args.rounds,
         "liger_args": ["--steps", "20", "--warmup", "3"],
         "loop_args": ["--iters", "50", "--warmup", "5", "--n", "4096", "--rows", "16"] if args.smoke else
