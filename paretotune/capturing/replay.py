@@ -133,9 +133,11 @@ def grid_for(signature: dict[str, Any], config: Mapping[str, Any]) -> tuple[int,
     launches = signature.get("launches") or []
 
     def agrees(launch: dict[str, Any], keys: set[str]) -> bool:
+        # a constexpr the launch record lacks (Liger passes casting_mode by keyword: the config has it, the
+        # launch's record of its constexprs does not) says nothing against it; launch options have defaults
         given = launch["config"]
         return all(given.get(k, TRITON_LAUNCH_DEFAULTS.get(k)) == config.get(k, TRITON_LAUNCH_DEFAULTS.get(k))
-                   for k in keys)
+                   for k in keys if k in given or k in LAUNCH_OPTIONS)
 
     for keys in (set(config), {k for k in config if k not in LAUNCH_OPTIONS}):
         found = [launch for launch in launches if agrees(launch, keys)]

@@ -93,3 +93,16 @@ def test_a_program_file_is_importable_only_with_a_main_guard(tmp_path) -> None: 
     guarded.write_text("def f(): pass\n\nif __name__ == '__main__':\n    f()\n")
     bare.write_text("def f(): pass\n\nf()\n")
     assert has_main_guard(str(guarded)) and not has_main_guard(str(bare))
+
+
+def test_the_grid_of_a_launch_whose_record_lacks_a_constexpr_of_the_config() -> None:
+    """Liger's RMSNorm on the H200 (2026-12-02): the captured config held ``casting_mode`` (passed by keyword)
+    while the launch's record did not, and the campaign failed with "the program never launched config ..."."""
+    from paretotune.capturing.replay import grid_for
+
+    signature = {"launches": [{"config": {"elementwise_affine": True, "BLOCK_SIZE": 2048, "num_warps": 8},
+                               "grid": [4096]}]}
+    config = {"casting_mode": 0, "elementwise_affine": True, "BLOCK_SIZE": 2048, "num_warps": 8}
+    assert grid_for(signature, config) == (4096,)
+    with pytest.raises(ValueError, match="never launched"):  # a constexpr both have, with another value, still differs
+        grid_for(signature, {**config, "BLOCK_SIZE": 1024})
