@@ -36,6 +36,7 @@ def test_own_kernel_runtime_campaign_and_validate(tmp_path: Path, name: str,
     assert not results["error"].fillna("").str.contains("wrong answer|mismatch", case=False).any()
     front = run.front()
     assert (front["speedup:runtime"] > 0).all()
+    capsys.readouterr()  # paretotune.run prints the run as the CLI does: only validate's JSON is read below
     assert cli(["validate", str(tmp_path / "run"), "--top", "2", "--rounds", "10", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert "> 1 is faster" in doc["convention"] and doc["verdicts"]
