@@ -62,6 +62,14 @@ def tensor_leaves(tree: Any) -> list[Any]:
     return [leaf for leaf in tree_flatten(tree)[0] if isinstance(leaf, torch.Tensor)]
 
 
+def writable_leaves(inputs: Inputs) -> list[Any]:
+    """The input tensors a launch can write and a copy can restore: not an expanded view (a stride of 0 over
+    more than one element, e.g. a broadcast scale), into which ``copy_`` refuses to write (H200, 2026-12-02:
+    Helion's fp8_matmul example failed its baseline on that)."""
+    return [t for t in tensor_leaves(inputs)
+            if not any(stride == 0 and size > 1 for stride, size in zip(t.stride(), t.shape, strict=True))]
+
+
 def clone_tree(tree: Any) -> Any:
     """A copy of an output whose tensors no later launch can overwrite."""
     import torch
@@ -111,7 +119,7 @@ def check_candidate(adapter: KernelAdapter, config: dict[str, Any], shape: Shape
     an element the candidate leaves unwritten fails.
     """
     inputs = adapter.make_inputs(shape, device, seed)
-    leaves = tensor_leaves(inputs)
+    leaves = writable_leaves(inputs)
     pristine = [leaf.clone() for leaf in leaves]
     cand = adapter.prepare(config, shape, acf, inputs)
     if cand.reference is not None:
@@ -174,7 +182,7 @@ class ShapeArms:
     def restore(self) -> None:
         """Put the arguments the kernel writes back to their values before any launch."""
         if self.written:
-            leaves = tensor_leaves(self.inputs)
+            leaves = writable_leaves(self.inputs)
             restore([leaves[i] for i in self.written], self.pristine)
             sync(self.device)
 
@@ -198,7 +206,7 @@ def open_shape(adapter: KernelAdapter, shape: Shape, device: str, seed: int, set
     choose the timing method (``auto``: the kernel authors' choice where their module states one, else from a
     first events timing of the baseline)."""
     inputs = adapter.make_inputs(shape, device, seed)
-    leaves = tensor_leaves(inputs)
+    leaves = writable_leaves(inputs)
     before = [leaf.clone() for leaf in leaves]
     baseline = adapter.prepare(adapter.default_config(shape), shape, None, inputs)
     baseline.launch()

@@ -106,6 +106,23 @@ def test_an_in_place_argument_named_as_the_output_is_not_poisoned() -> None:
     assert problem is not None and "wrong answer: 512 of 512 elements off" in problem
 
 
+def test_an_expanded_input_is_neither_copied_back_nor_counted_as_written() -> None:
+    """A broadcast scale (an expanded view: stride 0) cannot be written by ``copy_``; Helion's fp8_matmul example
+    passes one, and its baseline failed on the restore ("more than one element of the written-to tensor refers
+    to a single memory location", H200, 2026-12-02)."""
+    class Broadcast(TorchAdapter):
+        def make_inputs(self, shape: Shape, device: str, seed: int) -> Inputs:
+            made = super().make_inputs(shape, device, seed)
+            return {**made, "scale": torch.full((1,), 3.0).expand(int(shape.params["N"]))}
+
+    adapter = Broadcast(lambda t, c: t["x"] * t["scale"] + c["bias"])
+    assert check_candidate(adapter, {"bias": 0.0, "num_warps": 8}, SHAPE, None, "cpu", seed=5) is None
+    problem = check_candidate(adapter, {"bias": 0.5, "num_warps": 8}, SHAPE, None, "cpu", seed=5)
+    assert problem is not None and problem.startswith("wrong answer: 512 of 512 elements off")
+    arms = open_shape(adapter, SHAPE, "cpu", 0, "events", lambda fn, method: None)
+    assert arms.written == []
+
+
 def test_a_candidate_that_writes_an_input_the_baseline_only_reads_is_wrong() -> None:
     def scribbles(t: dict[str, torch.Tensor], c: Mapping[str, Any]) -> torch.Tensor:
         out = t["x"] * 2
