@@ -92,6 +92,10 @@ def finish(frame: FirstCall, result: Any) -> dict[str, Any]:
     else:
         doc = {"args": _regroup(leaves, frame.tree), "config": _helion_config(info.obj, frame.normalized),
                "returned": _returned(result, frame.leaves)}
+        if getattr(info.obj, "_aot_user_key", None) is not None:  # Helion asks its heuristic with these values
+            from paretotune.kernels.helion_heuristic import key_values
+
+            doc["user_key"] = list(key_values(info.obj, frame.normalized))
     doc["id"] = signature_id(doc)
     return doc
 

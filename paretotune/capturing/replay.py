@@ -194,8 +194,15 @@ def recorded_config(heuristic_file: str, args: tuple[Any, ...]) -> dict[str, Any
     ``calls/<kernel>.heuristic.py``: ``autotune_<kernel>(*args)``)."""
     from torch.utils import _pytree as pytree
 
+    import torch
+
     path = Path(heuristic_file)
     doc = read_calls(path.with_name(path.name.removesuffix(".heuristic.py") + ".json"))
+    if not any(isinstance(a, torch.Tensor) for a in pytree.tree_leaves(list(args))):
+        # a kernel with a user key (aot_kernel(key=...)): Helion calls its heuristic with the key's flattened values
+        for sig in doc["signatures"]:
+            if sig.get("user_key") == list(args) and sig.get("config"):
+                return dict(sig["config"])
     wanted = [layout(leaf) for leaf in describe(pytree.tree_leaves(list(args)))]
     for sig in doc["signatures"]:
         if [layout(leaf) for arg in sig["args"] for leaf in _arg_leaves(arg)] == wanted and sig.get("config"):

@@ -40,6 +40,8 @@ def test_helion_kernels_become_campaigns_with_the_programs_configs(tmp_path: Pat
     assert [leaf["tensor"]["written"] for leaf in first["args"]] == [False, False]
     only = scale["signatures"][0]
     assert only["args"][0]["tensor"]["written"] and only["args"][1] == {"value": 3.0} and only["returned"] == []
+    # an AOT kernel with a user key: Helion asks its heuristic with the key's flattened values (width, bytes)
+    assert kernels["keyed_scale"]["signatures"][0]["user_key"] == [48, 4]
     rows = {r["kernel"]: r for r in json.loads((out / "summary.json").read_text())["kernels"]}
     assert rows["add_rows"]["writes"] == "returns" and rows["scale_"]["writes"] == "x"
     campaign = yaml.safe_load((out / "scale_.yaml").read_text())
@@ -76,3 +78,22 @@ def test_the_generated_heuristic_answers_each_signatures_config(tmp_path: Path) 
         assert recorded_config(heuristic, args) == sig["config"]
     with pytest.raises(ValueError, match="no captured signature"):
         recorded_config(heuristic, (torch.empty(8, 8, device="meta"), 2.0))
+
+
+def test_the_generated_heuristic_answers_a_user_keyed_kernel_by_its_flattened_key(tmp_path: Path) -> None:
+    """Helion calls the heuristic of an ``aot_kernel(key=...)`` with the key's flattened values, not the arguments
+    (pretuned RoPE on the H200, 2026-12-02: its captured campaign failed with "no captured signature")."""
+    from paretotune.capturing.replay import recorded_config
+
+    kernel = "rope_like"
+    tensor = {"tensor": {"shape": [1, 32, 64, 128], "stride": [262144, 8192, 128, 1], "dtype": "bfloat16",
+                         "device": "cpu", "offset": 0, "storage": 0}}
+    signatures = [{"id": "a", "args": [tensor], "config": {"num_warps": 16}, "user_key": [4096, 64]},
+                  {"id": "b", "args": [tensor], "config": {"num_warps": 4}, "user_key": [2048, 64]}]
+    (tmp_path / f"{kernel}.json").write_text(json.dumps({"format": "paretotune-capture/1", "kernel": {
+        "name": kernel, "kind": "helion"}, "signatures": signatures}))
+    heuristic = str(tmp_path / f"{kernel}.heuristic.py")
+    assert recorded_config(heuristic, (4096, 64)) == {"num_warps": 16}
+    assert recorded_config(heuristic, (2048, 64)) == {"num_warps": 4}
+    with pytest.raises(ValueError, match="no captured signature"):
+        recorded_config(heuristic, (1024, 64))

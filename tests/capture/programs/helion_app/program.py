@@ -1,5 +1,5 @@
-"""A program with two Helion kernels (one returns its output, one writes into its argument), run on the CPU
-under TRITON_INTERPRET=1. Prints a checksum per call."""
+"""A program with three Helion kernels (one returns its output, one writes into its argument, one is an AOT
+kernel with a user key), run on the CPU under TRITON_INTERPRET=1. Prints a checksum per call."""
 import sys
 
 import torch
@@ -22,6 +22,18 @@ def scale_(x: torch.Tensor, factor: float) -> None:
         x[tile] = x[tile] * factor
 
 
+def _width(x: torch.Tensor, factor: float) -> tuple[int, torch.dtype]:
+    return int(x.shape[-1]), x.dtype
+
+
+@helion.aot_kernel(key=_width, config=helion.Config(block_sizes=[16], num_warps=2), static_shapes=True)
+def keyed_scale(x: torch.Tensor, factor: float) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile, :] = x[tile, :] * factor
+    return out
+
+
 def main() -> int:
     torch.manual_seed(0)
     sums = []
@@ -30,6 +42,7 @@ def main() -> int:
     z = torch.randn(1000)
     scale_(z, 3.0)
     sums.append(float(z.sum()))
+    sums.append(float(keyed_scale(torch.randn(16, 48), 2.0).sum()))
     print("checksums", " ".join(f"{s:.6f}" for s in sums))
     return 0
 
