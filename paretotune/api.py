@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +88,7 @@ def run(campaign: str | Path | Mapping[str, Any], *, out: str | Path | None = No
     """
     from paretotune.campaign.acf_check import check_toolchain
     from paretotune.runner.session import start_and_execute
+    from paretotune.runner.start import default_run_dir
     from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 
     loaded = _load(campaign, kernel)
@@ -97,7 +97,7 @@ def run(campaign: str | Path | Mapping[str, Any], *, out: str | Path | None = No
     ptxas = find_ptxas()
     check_toolchain(loaded, ptxas)
     export_for_triton(ptxas)  # with the build environment's defaults (TRITON_DEFAULT_FP_FUSION)
-    folder = Path(out) if out is not None else Path("runs") / f"{loaded.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    folder = Path(out) if out is not None else default_run_dir(loaded)
     with main_not_reimported(), (contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext()):
         start_and_execute(loaded, folder, ptxas, quiet=quiet)  # checks (GPU included) before the folder exists
     return Run(folder)

@@ -11,6 +11,7 @@ from typing import Any
 
 from paretotune.campaign.acf_check import check_acf_files
 from paretotune.campaign.load import Campaign
+from paretotune.campaign.schema import folder_name
 from paretotune.campaign.resolve import make_adapter, make_objectives
 from paretotune.kernels.base import baseline_config
 from paretotune.objectives.base import Objective
@@ -25,6 +26,12 @@ def objective_columns(campaign: Campaign, objectives: Sequence[Objective]) -> li
             for s in campaign.shapes for o in objectives]
 
 
+def default_run_dir(campaign: Campaign) -> Path:
+    """Where a run goes without ``--out``: ``runs/<name>-<time>`` under the working directory, the name
+    sanitised (:func:`~paretotune.campaign.schema.folder_name`; the schema refused names it cannot sanitise),
+    so a shared campaign file or a service client cannot pick where a run is written."""
+    return Path("runs") / f"{folder_name(campaign.spec.name)}-{time.strftime('%Y%m%d-%H%M%S')}"
+
 
 def make_engine(campaign: Campaign, adapter: Any, n_objectives: int) -> SearchEngine:
     from paretotune.search.registry import make_engine as build
@@ -38,7 +45,6 @@ def make_engine(campaign: Campaign, adapter: Any, n_objectives: int) -> SearchEn
     if constraint is not None and not constraint(seed):
         seed = {}
     return build(campaign, adapter.space(), n_objectives, constraint=constraint, seed_config=seed)
-
 
 
 def run_meta(campaign: Campaign, ptxas: Ptxas, columns: Sequence[ObjectiveColumn], seed: int) -> dict[str, Any]:

@@ -114,6 +114,15 @@ CASES: dict[str, tuple[Callable[[Path], str], str]] = {
     "name_10_megabytes": (_with(name="n" * (10 << 20)), r": too large for a campaign file"),
     "name_201_characters": (_with(name="n" * 201), r": name: String should have at most 200 characters"),
     "name_a_list": (_with(name=["a"]), r": name: Input should be a valid string"),
+    # a name is never a path, whatever --out says (the 2026-12-01 audit: /some/dir and ../../../x wrote there)
+    "name_an_absolute_path": (_with(name="/etc/passwd"), r": name: must not contain '/' or '\\'"),
+    "name_climbs_out": (_with(name="../../../tmp/x"), r": name: must not contain '/' or '\\'"),
+    "name_a_windows_path": (_with(name="..\\..\\x"), r": name: must not contain '/' or '\\'"),
+    "name_dot_dot": (_with(name=".."), r": name: must not contain '\.\.'"),
+    "name_with_nul": (_with(name="a\x00b"), r": name: must not contain control .*\(found '\\x00'\)"),
+    "name_with_newline": (_with(name="two\nlines"), r": name: must not contain control .*\(found '\\n'\)"),
+    "name_with_bidi_override": (_with(name="evil\u202etxt"), r": name: must not contain control .*\(found '\\u202e'\)"),
+    "name_only_punctuation": (_with(name="*** ***"), r": name: needs a letter, a digit or '_'"),
     "name_null": (_with(name=None, kernel={"source": SOFTMAX, "space": {"num_warps": []}}),
                   r": kernel\.space: knob 'num_warps' has no values"),
     "seed_2_to_the_80": (_with(seed=2**80), r": seed: Input should be less than 4294967296"),
@@ -282,6 +291,40 @@ def test_hostile_campaign_is_refused(case: str, tmp_path: Path, capsys: pytest.C
     assert head is not None, line
     assert re.match(expected, line.removeprefix(head)), f"{case}: {line}"
     assert not out.exists()
+
+
+def _tree(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+@pytest.mark.parametrize("name", ["ABSOLUTE", "../../../escaped", "a\x00b", "line\nbreak"])
+def test_a_name_never_chooses_where_the_run_goes(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --out a run goes to runs/<name>-<time> under the working directory. The audit's names: an
+    absolute folder was written to (exit 0), ../../../x landed outside runs/, a NUL was an internal error.
+    Each is refused in one line naming the field, and nothing is written anywhere."""
+    work = tmp_path / "a" / "b" / "c"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    name = str(tmp_path / "elsewhere") if name == "ABSOLUTE" else name
+    path = work / "campaign.yaml"
+    path.write_text(_with(name=name)(work))
+    before = _tree(tmp_path)
+    line = _refused(["run", str(path), "--quiet"], capsys)
+    assert line.startswith(f"paretotune: error: {path}: name: "), line
+    assert _tree(tmp_path) == before
+
+
+def test_a_name_is_sanitised_into_a_folder_under_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spaces, colons and parentheses are not refused: they become '-' in the run folder's name."""
+    monkeypatch.chdir(tmp_path)
+    text = _with(name="my kernel: v2 (fp16)", search={"generations": 1, "pool_size": 9},
+                 evaluation={"workers": 1})(tmp_path)
+    (tmp_path / "campaign.yaml").write_text(text)
+    assert main(["run", "campaign.yaml", "--quiet"]) == 0
+    runs = [p.name for p in (tmp_path / "runs").iterdir()]
+    assert len(runs) == 1 and re.fullmatch(r"my-kernel-v2-fp16-\d{8}-\d{6}", runs[0]), runs
+    assert (tmp_path / "runs" / runs[0] / "results.jsonl").is_file()
 
 
 def _fifo(folder: Path) -> Path:
