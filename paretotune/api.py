@@ -31,7 +31,7 @@ class Run:
     @property
     def results(self) -> pd.DataFrame:
         """One row per evaluated candidate, as stored (``results.jsonl``)."""
-        from paretotune.store.results import read_results
+        from paretotune.store.run_dir import read_results
 
         return read_results(self.path)
 
@@ -73,10 +73,10 @@ class Run:
 
 
 def open_run(path: str | Path) -> Run:
-    """A stored run directory."""
-    from paretotune.store.run_dir import RunDir
+    """A stored run directory, checked as the commands check it."""
+    from paretotune.front import open_run as open_checked
 
-    return Run(RunDir.open(path).path)
+    return Run(open_checked(path).path)
 
 
 def run(campaign: str | Path | Mapping[str, Any], *, out: str | Path | None = None, kernel: Any = None,

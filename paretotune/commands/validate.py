@@ -32,9 +32,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from paretotune.execution.gpu_check import require_gpu
     from paretotune.execution.validation import validate_run
-    from paretotune.store.run_dir import RunDir
+    from paretotune.front import open_run
 
-    RunDir.open(args.run_dir)  # a damaged or wrong folder is named first: it needs fixing on any machine
+    open_run(args.run_dir)  # a damaged or wrong folder is named first: it needs fixing on any machine
     require_gpu("paretotune validate (it re-measures runtimes)")  # then, before any measuring work
     result = validate_run(args.run_dir, candidates=args.candidates, top=args.top, rounds=args.rounds,
                           rep_ms=args.rep_ms, warmup_ms=args.warmup_ms, alpha=args.alpha,
