@@ -310,8 +310,9 @@ class RunDir:
         return 0
 
     def append(self, record: TrialRecord) -> None:
-        """Append one record durably: a crash after this returns cannot lose it."""
-        line = json.dumps(record.to_row(), sort_keys=True, allow_nan=True) + "\n"
+        """Append one record durably: a crash after this returns cannot lose it. A non-finite number is never
+        written (the loop records a non-finite objective value as a failure); one here is a ValueError."""
+        line = json.dumps(record.to_row(), sort_keys=True, allow_nan=False) + "\n"
         with open(self.path / RESULTS, "a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()
