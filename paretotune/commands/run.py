@@ -21,6 +21,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from paretotune.processes import reaping_children
+
+    with reaping_children():  # no process the run starts outlives the command, however it ends
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from paretotune.campaign.acf_check import check_toolchain
     from paretotune.runner.session import process_age_s, resume_run, start_and_execute
     from paretotune.runner.start import default_run_dir

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,13 +75,15 @@ def check_before_import(campaign: Campaign) -> list[Objective]:
     return objectives
 
 
-def prepare_run(campaign: Campaign, ptxas: Ptxas, seed: int, objectives: Sequence[Objective]
-                ) -> tuple[dict[str, Any], Any]:
+def prepare_run(campaign: Campaign, ptxas: Ptxas, seed: int, objectives: Sequence[Objective],
+                after_trial: Callable[[], None] | None = None) -> tuple[dict[str, Any], Any]:
     """What is checkable after :func:`check_before_import` (which gave ``objectives``) and before a run
     directory exists: the kernel import and its shapes. Returns the run's metadata and the kernel adapter (the
-    loop reuses it: its space and baselines are derived once). ``start_s`` in the metadata: seconds per step."""
+    loop reuses it: its space and baselines are derived once). ``start_s`` in the metadata: seconds per step.
+    ``after_trial``: called once the kernel passed its trial import (early workers then import it too)."""
     t1 = time.monotonic()
-    adapter = make_adapter(campaign, trial_import=True)  # resolve the kernel before any work: a typo fails now
+    # resolve the kernel before any work: a typo fails now
+    adapter = make_adapter(campaign, trial_import=True, after_trial=after_trial)
     t2 = time.monotonic()
     meta = run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed)
     meta["kernel"] = kernel_meta(campaign, adapter)

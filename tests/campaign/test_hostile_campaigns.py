@@ -212,6 +212,13 @@ CASES: dict[str, tuple[Callable[[Path], str], str]] = {
                                  r": kernel\.source: importing .*k_loop\.py did not finish within 2 s"),
     "kernel_file_sleeps": (_kernel_file("k_sleep.py", "import time\ntime.sleep(3600)\n"),
                            r": kernel\.source: importing .*k_sleep\.py did not finish within 2 s"),
+    # the audit: a file that forked and finished was "did not finish within 5 s"; one that forked and exited too
+    "kernel_file_forks_then_exits": (_kernel_file("k_forkexit.py", "import os, time\nif os.fork() == 0:\n"
+                                                  "    time.sleep(30)\n    os._exit(0)\nos._exit(3)\n"),
+                                     r": kernel\.source: importing .*k_forkexit\.py ended the process \(exit code 3"),
+    "kernel_file_forks_and_lacks_spec": (_kernel_file("k_fork.py", "import os, time\nif os.fork() == 0:\n"
+                                                      "    time.sleep(30)\n    os._exit(0)\n"),
+                                         r": kernel\.source: module 'k_fork\.py' has no attribute 'spec'"),
     "kernel_file_raises": (_kernel_file("k_raise.py", "raise RuntimeError('boom\\nsecond line')\n"),
                            r": kernel\.source: cannot import .*k_raise\.py \(RuntimeError: boom second line\)"),
     "kernel_file_keyboard_interrupt": (_kernel_file("k_kbd.py", "raise KeyboardInterrupt\n"),
