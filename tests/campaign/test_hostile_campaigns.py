@@ -238,8 +238,10 @@ CASES: dict[str, tuple[Callable[[Path], str], str]] = {
     "acf_empty_file": (_acf_files("empty.acf"), r": acf\.files\[0\]: .*empty\.acf: empty file"),
     "acf_three_mebibytes": (_acf_files("big.acf"), r": acf\.files\[0\]: .*big\.acf is 3145728 bytes, too large"),
     "acf_text_file": (_acf_files("notes.acf"), r": acf\.files\[0\]: .*notes\.acf: a text file, not an ACF"),
-    "acf_a_directory": (_acf_files("adir"), r": acf\.files\[0\]: no such ACF file: .*adir"),
-    "acf_dev_zero": (_acf_files("/dev/zero"), r": acf\.files\[0\]: no such ACF file: /dev/zero"),
+    # the audit: a FIFO or a directory was "no such ACF file"
+    "acf_a_directory": (_acf_files("adir"), r": acf\.files\[0\]: .*adir: not a regular file \(a directory\)"),
+    "acf_a_fifo": (_acf_files("fifo.acf"), r": acf\.files\[0\]: .*fifo\.acf: not a regular file \(a pipe or device\)"),
+    "acf_dev_zero": (_acf_files("/dev/zero"), r": acf\.files\[0\]: /dev/zero: not a regular file \(a pipe or device\)"),
     "acf_second_missing": (_acf_files("good.acf", "missing.acf"), r": acf\.files\[1\]: no such ACF file"),
     "acf_files_empty_list": (_acf_files(), r": acf\.files: List should have at least 1 item"),
     "acf_files_a_number": (_with(acf={"files": [3]}), r": acf\.files\[0\]: Input should be a valid string"),
@@ -248,7 +250,8 @@ CASES: dict[str, tuple[Callable[[Path], str], str]] = {
     "acf_pack_with_empty_acf": (_acf_pack("emptyacf.zip"), r": acf\.pack: .*emptyacf\.zip!a\.acf: empty file"),
     "acf_pack_text_acf": (_acf_pack("textacf.zip"), r": acf\.pack: .*textacf\.zip!a\.acf: a text file, not an ACF"),
     "acf_pack_missing": (_acf_pack("nothere.zip"), r": acf\.pack: no such file: .*nothere\.zip"),
-    "acf_pack_a_directory": (_acf_pack("adir"), r": acf\.pack: no such file: .*adir"),
+    "acf_pack_a_directory": (_acf_pack("adir"), r": acf\.pack: .*adir: not a regular file \(a directory\)"),
+    "acf_pack_a_fifo": (_acf_pack("fifo.acf"), r": acf\.pack: .*fifo\.acf: not a regular file \(a pipe or device\)"),
 }
 
 
@@ -260,6 +263,7 @@ def _acf_folder(folder: Path) -> None:
     (folder / "notes.acf").write_text("controls = fast\n" * 20)
     (folder / "good.acf").write_bytes(bytes(range(256)))
     (folder / "adir").mkdir()
+    os.mkfifo(folder / "fifo.acf")
     (folder / "garbage.zip").write_bytes(os.urandom(512))
     for name, members in (("noacf.zip", {"readme.txt": b"hi"}), ("emptyacf.zip", {"a.acf": b""}),
                           ("textacf.zip", {"a.acf": b"plain text\n"})):
