@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +31,7 @@ class Run:
     @property
     def results(self) -> pd.DataFrame:
         """One row per evaluated candidate, as stored (``results.jsonl``)."""
-        from paretotune.store.results import read_results
+        from paretotune.store.run_dir import read_results
 
         return read_results(self.path)
 
@@ -74,10 +73,10 @@ class Run:
 
 
 def open_run(path: str | Path) -> Run:
-    """A stored run directory."""
-    from paretotune.store.run_dir import RunDir
+    """A stored run directory, checked as the commands check it."""
+    from paretotune.front import open_run as open_checked
 
-    return Run(RunDir.open(path).path)
+    return Run(open_checked(path).path)
 
 
 def run(campaign: str | Path | Mapping[str, Any], *, out: str | Path | None = None, kernel: Any = None,
@@ -101,6 +100,7 @@ def _run(campaign: str | Path | Mapping[str, Any], *, out: str | Path | None, ke
     from paretotune.campaign.acf_check import check_toolchain
     from paretotune.runner.session import start_and_execute
     from paretotune.store.run_dir import META
+    from paretotune.runner.start import default_run_dir
     from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 
     if out is not None and (Path(out) / META).is_file():  # the CLI's own words would say --out
@@ -112,7 +112,7 @@ def _run(campaign: str | Path | Mapping[str, Any], *, out: str | Path | None, ke
     ptxas = find_ptxas()
     check_toolchain(loaded, ptxas)
     export_for_triton(ptxas)  # with the build environment's defaults (TRITON_DEFAULT_FP_FUSION)
-    folder = Path(out) if out is not None else Path("runs") / f"{loaded.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    folder = Path(out) if out is not None else default_run_dir(loaded)
     with main_not_reimported(), (contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext()):
         start_and_execute(loaded, folder, ptxas, quiet=quiet)  # checks (GPU included) before the folder exists
     return Run(folder)

@@ -13,6 +13,20 @@ from pathlib import Path
 from paretotune.errors import UserError
 
 
+def not_a_file(path: Path) -> str | None:
+    """Why ``path`` is not a regular file to read: 'missing', 'a directory', 'a pipe or device', 'unreadable
+    (<reason>)'; None if it is one. Looked at without opening it (a FIFO would block an open)."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"unreadable ({exc.strerror})"
+    if stat.S_ISDIR(st.st_mode):
+        return "a directory"
+    return None if stat.S_ISREG(st.st_mode) else "a pipe or device"
+
+
 def read_text(path: Path, missing: str, limit: int = 1 << 30, *, what: str | None = None) -> str:
     """The UTF-8 text of ``path``. ``missing``: the message when it does not exist; ``what`` (e.g. ``"a campaign
     file"``): what the file should be, named in the messages for a directory, a pipe or an oversized file."""

@@ -28,7 +28,7 @@ from paretotune.campaign.safe_yaml import MAX_BYTES
 from paretotune.errors import UserError
 from paretotune.records import Shape
 from paretotune.search.registry import pool_size_problem
-from paretotune.text_file import read_text
+from paretotune.text_file import not_a_file, read_text
 from paretotune.toolchain.arch import TARGETS, TargetArch
 
 SCALAR = (int, float, str, bool)
@@ -128,12 +128,15 @@ def campaign_from_text(text: str, path: Path) -> Campaign:
         for key, value in shape.params().items():
             if not isinstance(value, SCALAR):
                 raise UserError(f"{path}: shapes[{i}].{key}: must be a number or a string (got {type(value).__name__})")
-    if spec.acf.files is not None:
-        for i, name in enumerate(spec.acf.files):
-            if not (path.parent / name).is_file():
-                raise UserError(f"{path}: acf.files[{i}]: no such ACF file: {(path.parent / name).resolve()}")
-    if spec.acf.pack is not None and not (path.parent / spec.acf.pack).is_file():
-        raise UserError(f"{path}: acf.pack: no such file: {(path.parent / spec.acf.pack).resolve()}")
+    for field, name, missing in [*((f"acf.files[{i}]", n, "no such ACF file") for i, n in
+                                   enumerate(spec.acf.files or ())),
+                                 *((("acf.pack", spec.acf.pack, "no such file"),) if spec.acf.pack else ())]:
+        where = (path.parent / name).resolve()
+        problem = not_a_file(path.parent / name)
+        if problem == "missing":
+            raise UserError(f"{path}: {field}: {missing}: {where}")
+        if problem:
+            raise UserError(f"{path}: {field}: {where}: not a regular file ({problem})")
     shapes = tuple(Shape(label=s.label(), params=s.params()) for s in spec.shapes)
     campaign = Campaign(spec=spec, path=path.resolve(), text=text, shapes=shapes, target=TARGETS[spec.target])
     problem = pool_size_problem(spec.search.engine, spec.search.pool_size, campaign.n_columns)

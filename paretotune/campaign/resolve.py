@@ -3,6 +3,7 @@ shapes checked) and the objectives (parameters checked). ``start_run`` calls bot
 directory, so a typo never costs a compile; every message names the file and the field."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from paretotune.campaign.load import Campaign
@@ -12,14 +13,16 @@ from paretotune.kernels.base import KernelAdapter, UnknownShapeKey, validate_con
 from paretotune.objectives.base import Objective
 
 
-def make_adapter(campaign: Campaign, *, trial_import: bool = False) -> KernelAdapter:
+def make_adapter(campaign: Campaign, *, trial_import: bool = False,
+                 after_trial: Callable[[], None] | None = None) -> KernelAdapter:
     """Instantiate the adapter for the kernel spec object the campaign names (Triton or Helion).
-    ``trial_import``: import user code in a child first (the CLI's first look at a campaign does)."""
+    ``trial_import``: import user code in a child first (the CLI's first look at a campaign does);
+    ``after_trial``: called once the kernel passed it (see :func:`~paretotune.campaign.user_code.import_object`)."""
     from paretotune.kernels.registry import adapter_for
 
     where = f"{campaign.path}: kernel.source"
     override = campaign.spec.kernel
-    obj = import_object(override.source, campaign.path.parent, where, trial=trial_import)
+    obj = import_object(override.source, campaign.path.parent, where, trial=trial_import, after_trial=after_trial)
     if override.inputs is not None:
         from paretotune.kernels.helion import spec_from_kernel
 

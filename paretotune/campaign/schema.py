@@ -10,12 +10,39 @@ Each validator's message is written to follow the field path the loader prints, 
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationInfo, field_validator, model_validator
 
 MAX_NAME = 200  # names become file and column names
+MAX_FOLDER_BYTES = 100  # of a run folder's name taken from the campaign name (a file name holds 255)
+_NOT_FOLDER = re.compile(r"[^\w.+-]+")  # what a run folder's name never holds (\w: letters, digits, '_')
 SEARCH_SPACES = ("ptxas-13.3", "none")  # CompileIQ PTXAS control spaces we can sample ACFs from
+
+
+def folder_name(name: str) -> str:
+    """The campaign name as it names a run folder (``runs/<folder_name>-<time>``): every run of characters but
+    letters, digits, '.', '_', '+' and '-' becomes one '-', no leading '.' or '-' (a hidden folder, an option),
+    at most :data:`MAX_FOLDER_BYTES` bytes; '' where nothing usable is left. Names with '..', separators or
+    control characters never get here (:func:`name_problem`)."""
+    safe = _NOT_FOLDER.sub("-", name).lstrip(".-")
+    return safe.encode()[:MAX_FOLDER_BYTES].decode(errors="ignore").rstrip("-")
+
+
+def name_problem(name: str) -> str | None:
+    """Why a campaign name cannot be sanitised into a run folder's name, or None. A name is shared in campaign
+    files and chosen by service clients, so it is never a path, and it is shown in one-line messages."""
+    odd = next((c for c in name if not c.isprintable()), None)
+    if odd is not None:
+        return f"must not contain control or invisible characters (found {odd!r})"
+    if "/" in name or "\\" in name:
+        return "must not contain '/' or '\\': a name is not a path (give the run's folder with --out)"
+    if ".." in name:
+        return "must not contain '..': a name is not a path (give the run's folder with --out)"
+    if not folder_name(name):
+        return "needs a letter, a digit or '_': it names the run's folder"
+    return None
 
 
 class _Strict(BaseModel):
@@ -275,6 +302,14 @@ class CampaignSpec(_Strict):
             raise ValueError(f"shapes: from-kernel takes the sweep of a pretuned kernel, so kernel.inputs must be "
                              f"{WORKLOADS_MODULE}:<name> (known: {_known(list(SWEEPS))}); got {inputs!r}")
         return {**data, "shapes": sweep}
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, v: str) -> str:
+        problem = name_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
 
     @field_validator("objectives", mode="before")
     @classmethod

@@ -8,16 +8,19 @@ trial costs about what the user's own module costs to import, not another interp
 """
 from __future__ import annotations
 
+import contextlib
+import faulthandler
 import importlib
 import importlib.util
 import os
 import select
-import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from paretotune.errors import UserError
+from paretotune.processes import kill_group, kill_own_group_when_closed, lead_own_group
 
 DEFAULT_TIMEOUT_S = 120.0  # importing Helion on a busy 2-core machine takes tens of seconds
 TIMEOUT_ENV = "PARETOTUNE_IMPORT_TIMEOUT_S"
@@ -42,6 +45,18 @@ def mentions_helion(target: str, is_file: bool) -> bool:
         return path is not None and "helion" in path.read_text(errors="replace")
     except (ImportError, OSError, ValueError):
         return False
+
+
+def kernel_mentions_helion(campaign: Any) -> bool:
+    """Whether a campaign's kernel comes from code that mentions Helion (read, never imported): such a
+    campaign's processes import Helion (trusted, seconds) while its kernel is checked."""
+    kernel = campaign.spec.kernel
+    if kernel.inputs is not None:  # a bare Helion kernel with an input factory
+        return True
+    where = kernel.source.rpartition(":")[0]
+    if where.endswith(".py"):
+        return mentions_helion(str((campaign.path.parent / where).resolve()), True)
+    return mentions_helion(where, False)  # False where unreadable: the checks that follow say what is wrong
 
 
 def _preload(names: tuple[str, ...] = ("torch", "triton")) -> None:
@@ -77,60 +92,84 @@ def _import_in_child(target: str, is_file: bool) -> str:
 
 def trial_import(target: str, is_file: bool, where: str) -> None:
     """Import ``target`` (a file path or a module name) in a forked child within :func:`timeout_s`; raise a
-    one-line UserError naming it if the import fails, exits or does not finish."""
+    one-line UserError naming it if the import fails, exits or does not finish.
+
+    The child leads its own process group, and the group (the child and whatever the import started) is
+    killed when the trial ends, however it ends; the child kills it too if this process dies. Its output
+    goes nowhere: the caller's own import of the file shows it once. The answer is the child's one-line
+    message, read as soon as it is whole: a process the import forked may hold the pipe open long after
+    (the 2026-12-01 audit: "did not finish within 5 s" for a file that had finished and forked)."""
     limit = timeout_s()
     _preload()
     what = f"{target}" if is_file else f"module '{target}'"
     read_fd, write_fd = os.pipe()
+    watch_r, watch_w = os.pipe()  # end of file in the child when this process is gone
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:  # child: never return into the caller's code
-        os.close(read_fd)
         code = 0
         try:
+            lead_own_group()
+            faulthandler.disable()  # a crash at import is reported by the parent, in one line
+            os.close(read_fd)
+            os.close(watch_w)
+            kill_own_group_when_closed(watch_r)
             devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, 1)  # user code's prints must not reach the CLI's output
+            os.dup2(devnull, 1)  # user code's output must not reach the CLI's (nor be shown twice)
+            os.dup2(devnull, 2)
             message = _import_in_child(target, is_file)
-            os.write(write_fd, ("E" + message if message else "K").encode("utf-8", "replace")[:4000])
+            os.write(write_fd, ("E" + message if message else "K").encode("utf-8", "replace")[:4000] + b"\n")
         except BaseException:  # noqa: BLE001
             code = 1
         finally:
             os._exit(code)
+    with contextlib.suppress(OSError):  # set on both sides: no window where the child is still in ours
+        os.setpgid(pid, pid)
     os.close(write_fd)
+    os.close(watch_r)
     deadline = time.monotonic() + limit
-    if mentions_helion(target, is_file):
-        _preload(("helion",))  # in this process, at the same time as the child's import
     try:
-        data = _read_until(read_fd, deadline)
+        if mentions_helion(target, is_file):
+            _preload(("helion",))  # in this process, at the same time as the child's import
+        data, status = _wait_for_child(pid, read_fd, deadline)
     finally:
         os.close(read_fd)
-    if data is None:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        raise UserError(f"{where}: importing {what} did not finish within {limit:g} s "
-                        f"(an endless loop at import time? ${TIMEOUT_ENV} sets the limit)")
-    _, status = os.waitpid(pid, 0)
+        kill_group(pid)  # the child and everything its import started; the child is not reaped yet
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        os.close(watch_w)
     if data.startswith(b"K"):
         return
     if data.startswith(b"E"):
-        raise UserError(f"{where}: cannot import {what} ({data[1:].decode('utf-8', 'replace')})")
+        raise UserError(f"{where}: cannot import {what} ({data[1:].decode('utf-8', 'replace').strip()})")
+    if status is None:
+        raise UserError(f"{where}: importing {what} did not finish within {limit:g} s "
+                        f"(an endless loop at import time? ${TIMEOUT_ENV} sets the limit)")
     how = (f"killed by signal {-os.waitstatus_to_exitcode(status)}" if os.WIFSIGNALED(status)
            else f"exit code {os.waitstatus_to_exitcode(status)}")
     raise UserError(f"{where}: importing {what} ended the process ({how}; os._exit or a crash at import time)")
 
 
-def _read_until(fd: int, deadline: float) -> bytes | None:
-    """Everything the child writes before it closes the pipe, or None at the deadline."""
-    chunks = []
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return None
-        ready, _, _ = select.select([fd], [], [], left)
-        if not ready:
-            return None
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
+def _wait_for_child(pid: int, fd: int, deadline: float) -> tuple[bytes, int | None]:
+    """The child's message (one line, b'' if none) and its wait status if it ended by itself (None: it was
+    still running at the deadline, or it wrote its message and may still be ending)."""
+    data = b""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], min(0.05, max(0.0, deadline - time.monotonic())))
+        if ready:
+            chunk = os.read(fd, 4096)
+            data += chunk
+            if b"\n" in data:
+                return data, None
+            if chunk:
+                continue
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            with contextlib.suppress(OSError):  # what it wrote just before it ended
+                while select.select([fd], [], [], 0)[0] and (chunk := os.read(fd, 4096)):
+                    data += chunk
+            return data, status
+        if ready:  # end of file without a message, the child still there (it closed the pipe): wait for it
+            time.sleep(0.05)
+    return data, None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +14,12 @@ from paretotune.campaign.trial_import import trial_import
 from paretotune.errors import UserError
 
 
-def import_object(source: str, base_dir: Path, where: str, *, trial: bool = False) -> Any:
+def import_object(source: str, base_dir: Path, where: str, *, trial: bool = False,
+                  after_trial: Callable[[], None] | None = None) -> Any:
     """Resolve ``module:attr`` or ``path/to/file.py:attr`` (relative paths from the campaign's folder).
     ``trial``: import it in a forked child first (:mod:`paretotune.campaign.trial_import`), so an exit or a
-    hang at import time is a one-line error instead of the end of this process."""
+    hang at import time is a one-line error instead of the end of this process; ``after_trial`` is called
+    once it passed (worker processes started early wait for it before they import the file)."""
     target, _, attr = source.rpartition(":")
     if target.endswith(".py"):
         path = (base_dir / target).resolve()
@@ -24,6 +27,8 @@ def import_object(source: str, base_dir: Path, where: str, *, trial: bool = Fals
             raise UserError(f"{where}: kernel file not found: {path}")
         if trial:
             trial_import(str(path), True, where)
+        if after_trial is not None:
+            after_trial()
         name = f"paretotune_user_{path.stem}_{abs(hash(str(path)))}"
         spec = importlib.util.spec_from_file_location(name, path)
         assert spec is not None and spec.loader is not None
@@ -37,6 +42,8 @@ def import_object(source: str, base_dir: Path, where: str, *, trial: bool = Fals
     else:
         if trial and target not in sys.modules:
             trial_import(target, False, where)
+        if after_trial is not None:
+            after_trial()
         try:
             module = importlib.import_module(target)
         except ImportError as exc:

@@ -11,6 +11,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from paretotune.processes import reaping_children
     from paretotune.runner.session import process_age_s, resume_run
 
-    return resume_run(args.run_dir, quiet=args.quiet, spent_s=process_age_s())
+    with reaping_children():  # no process the run starts outlives the command, however it ends
+        return resume_run(args.run_dir, quiet=args.quiet, spent_s=process_age_s())

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 from paretotune.campaign.load import load_campaign
@@ -11,7 +10,8 @@ from paretotune.errors import UserError
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", type=Path, help="campaign YAML file")
-    parser.add_argument("--out", type=Path, help="run directory (default: runs/<campaign>-<time>)")
+    parser.add_argument("--out", type=Path, help="run directory (default: runs/<campaign name>-<time> in the working "
+                                                  "directory, the name sanitised)")
     parser.add_argument("--seed", type=int, help="seed for the inputs and the search engine (overrides the campaign's "
                         "seed): a static campaign gives the same records for the same seed (README: --seed)")
     parser.add_argument("--resume", action="store_true",
@@ -22,8 +22,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from paretotune.processes import reaping_children
+
+    with reaping_children():  # no process the run starts outlives the command, however it ends
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from paretotune.campaign.acf_check import check_toolchain
     from paretotune.runner.session import process_age_s, resume_run, start_and_execute
+    from paretotune.runner.start import default_run_dir
     from paretotune.store.run_dir import META
     from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 
@@ -41,6 +49,6 @@ def main(args: argparse.Namespace) -> int:
     ptxas = find_ptxas()
     check_toolchain(campaign, ptxas)
     export_for_triton(ptxas)
-    out = args.out or Path("runs") / f"{campaign.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    out = args.out or default_run_dir(campaign)
     return start_and_execute(campaign, out, ptxas, quiet=args.quiet or args.json, as_json=args.json,
                              spent_s=process_age_s())

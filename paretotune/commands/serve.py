@@ -37,8 +37,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpus", help="comma-separated CUDA device ids for GPU campaigns, one campaign each "
                         "(default: every GPU nvidia-smi lists)")
     parser.add_argument("--max-body", type=int, default=256 * 1024, help="largest request body in bytes")
-    parser.add_argument("--check-workers", type=int, default=1,
-                        help="processes that parse and check submitted campaigns (default 1)")
+    parser.add_argument("--check-workers", type=int,
+                        help="processes that parse and check submitted campaigns (default: one per core, at most 8; "
+                             "more submissions at once than checkers plus 16 waiting are answered 503 + Retry-After)")
     parser.add_argument("--check-timeout", type=float, default=30.0,
                         help="seconds a submission's check may take before it is refused (default 30)")
     limits = parser.add_argument_group("limits on submitted campaigns (over a limit: 422 naming the field)")
@@ -57,7 +58,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from paretotune.service.config import DEFAULT_IMPORT_ROOTS, ServiceConfig, ServiceLimits
+    from paretotune.service.config import DEFAULT_IMPORT_ROOTS, ServiceConfig, ServiceLimits, default_check_workers
 
     require("fastapi", "service", "'paretotune serve'")
     uvicorn = require("uvicorn", "service", "'paretotune serve'")
@@ -68,7 +69,8 @@ def main(args: argparse.Namespace) -> int:
                            static_concurrency=args.static_concurrency,
                            gpus=tuple(g for g in (args.gpus.split(",") if args.gpus is not None else _gpus()) if g),
                            max_body_bytes=args.max_body, allowed_hosts=tuple(args.allowed_hosts or ()),
-                           ray_address=args.ray_address, limits=limits, check_workers=args.check_workers,
+                           ray_address=args.ray_address, limits=limits,
+                           check_workers=default_check_workers() if args.check_workers is None else args.check_workers,
                            check_timeout_s=args.check_timeout)
     config.check()
     try:

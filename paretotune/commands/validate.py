@@ -34,9 +34,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from paretotune.execution.validation import require_gpu_to_validate, validate_run
-    from paretotune.store.run_dir import RunDir
+    from paretotune.front import open_run
 
-    run = RunDir.open(args.run_dir)  # a damaged or wrong folder is named first: it needs fixing on any machine
+    run = open_run(args.run_dir)  # a damaged or wrong folder is named first: it needs fixing on any machine
     require_gpu_to_validate(run, "paretotune validate (it re-measures runtimes)")  # then, before any measuring
     candidates, shapes_of = args.candidates, None
     if args.per_bucket is not None:

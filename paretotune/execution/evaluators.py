@@ -38,6 +38,10 @@ class StaticEvaluator:
         """Start the worker processes now (they import and warm up while the caller checks the campaign)."""
         self.pool.start()
 
+    def kernel_checked(self) -> None:
+        """The kernel passed its trial import: the workers started early import it now."""
+        self.pool.kernel_checked()
+
     def abandon(self) -> None:
         """Kill what :meth:`start` started, without waiting for it (the campaign failed its checks)."""
         self.pool.kill()
@@ -80,6 +84,10 @@ class GpuEvaluator:
         caller checks the campaign)."""
         self.pool.start()
         self.measurer.start()
+
+    def kernel_checked(self) -> None:
+        """The kernel passed its trial import: the CPU workers started early import it now."""
+        self.pool.kernel_checked()
 
     def abandon(self) -> None:
         """Kill what :meth:`start` started, without waiting for it (the campaign failed its checks)."""

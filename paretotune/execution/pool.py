@@ -6,8 +6,14 @@ deadline counts from its own start; a task past its deadline, or one that kills 
 the tasks that were in flight one at a time), is recorded as failed, the pool is restarted, and the other
 in-flight candidates are evaluated again. One bad candidate never stops a campaign.
 
-Workers watch their parent: when the campaign process dies without shutting the pool down (SIGKILL, the OOM
-killer), its workers exit at once instead of living on as orphans that hold memory and CPU.
+Each worker leads its own process group, so what runs in it (ptxas, processes a kernel's import started)
+goes with it: killing or closing the pool kills the workers' groups. Workers watch their parent: when the
+campaign process dies without shutting the pool down (SIGKILL, the OOM killer), each kills its own group at
+once instead of living on as orphans that hold memory and CPU (:mod:`paretotune.processes`).
+
+A worker imports the campaign's kernel only once the campaign process has imported it on trial
+(:meth:`WorkerPool.kernel_checked`, or the first :meth:`WorkerPool.run`): a kernel file that fails, exits or
+prints at import time does so once, in the trial, not once more in every worker.
 
 ``concurrent.futures`` spawns workers one per submit, as tasks arrive; :meth:`WorkerPool.start` spawns them all
 at once, so their imports and warm-up overlap other work (a GPU campaign's baseline measurement) instead of
@@ -34,7 +40,9 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from paretotune.execution.base import Feed, cut_by_wall_clock, failed_record
+from paretotune.processes import kill_group, kill_own_group_when_closed, lead_own_group
 from paretotune.records import Candidate, TrialRecord
+from paretotune.toolchain.ptxas import clean_stale_temp_folders
 
 STARTUP_GRACE_S = 90.0  # a fresh worker imports torch and Triton before its first task
 CLOSE_POLL_S = 1.0
@@ -72,10 +80,14 @@ class WorkerPool:
     accepts_feed = True  # run() takes a Feed: candidates put while it runs are taken as workers free up
 
     def __init__(self, job: Callable[[Candidate], TrialRecord], initializer: Callable[..., None],
-                 initargs: tuple[Any, ...], workers: int, timeout_s: float, nice: int = 0) -> None:
+                 initargs: tuple[Any, ...], workers: int, timeout_s: float, nice: int = 0,
+                 kernel_vetted: Any = None) -> None:
         """``nice``: added to the workers' niceness, so that latency-critical processes (the GPU worker timing a
-        candidate, a spare starting after a fault) get a busy host's CPUs before throughput work does."""
+        candidate, a spare starting after a fault) get a busy host's CPUs before throughput work does.
+        ``kernel_vetted``: the event (of :func:`worker_context`) the initializer waits on before it imports
+        user code; set by :meth:`kernel_checked` or the first :meth:`run`."""
         self.job, self.initializer, self.initargs = job, initializer, initargs
+        self.kernel_vetted = kernel_vetted
         self.workers, self.timeout_s, self.nice = workers, timeout_s, nice
         self._executor: ProcessPoolExecutor | None = None
         self._fresh = True
@@ -94,6 +106,11 @@ class WorkerPool:
         self._started = pool
         for _ in range(self.workers):  # an idle worker takes one of these; every other submit spawns a worker
             pool.submit(os.getpid)
+
+    def kernel_checked(self) -> None:
+        """The campaign process imported the kernel on trial: workers may import it now."""
+        if self.kernel_vetted is not None:
+            self.kernel_vetted.set()
 
     def _pool(self) -> ProcessPoolExecutor:
         with self._lock:  # run() may be drained in one thread while start() is called from another
@@ -117,17 +134,24 @@ class WorkerPool:
             executor, self._executor = self._executor, None
         if executor is None:
             return
-        for proc in list((getattr(executor, "_processes", None) or {}).values()):
+        for proc in _workers(executor):
             proc.kill()
+            kill_group(proc.pid)  # what runs in it (ptxas, a kernel's processes); the worker is not reaped yet
         executor.shutdown(wait=True, cancel_futures=True)
+        clean_stale_temp_folders()  # the killed workers' ptxas folders
 
     def close(self) -> None:
-        """Shut the workers down; a :meth:`run` still going in another thread ends without submitting more."""
+        """Shut the workers down, then kill what they left running; a :meth:`run` still going in another
+        thread ends without submitting more."""
         with self._lock:
             self._closed = True
             executor, self._executor = self._executor, None
         if executor is not None:
+            pids = [proc.pid for proc in _workers(executor)]
             executor.shutdown(wait=True, cancel_futures=True)
+            for pid in pids:  # a group outlives its leader while it has members: its id is not reused then
+                kill_group(pid)
+        clean_stale_temp_folders()  # this run's and those of runs killed before
 
     def run(self, candidates: Sequence[Candidate] | Feed) -> Iterator[TrialRecord]:
         """Yield one record per candidate as each finishes (order not kept). With a :class:`Feed`, candidates
@@ -138,6 +162,7 @@ class WorkerPool:
         """
         if self._closed:
             raise RuntimeError("the worker pool is closed")
+        self.kernel_checked()  # the caller evaluates: it has checked the kernel
         feed = candidates if isinstance(candidates, Feed) else Feed(candidates)
         if not isinstance(candidates, Feed):
             feed.close()
@@ -246,17 +271,8 @@ def in_background(items: Iterator[T], join_s: float = 5.0) -> Iterator[T]:
         thread.join(join_s)
 
 
-def _watch_parent() -> None:
-    """Exit when the campaign process is gone: multiprocessing's parent sentinel (a pipe the campaign process
-    holds open) becomes readable when it dies, fork server or not. The worker's parent process may be the fork
-    server, which itself stays up while any of its children lives."""
-    from multiprocessing.connection import wait as wait_ready
-
-    parent = multiprocessing.parent_process()
-    if parent is None:
-        return
-    wait_ready([parent.sentinel])
-    os._exit(1)
+def _workers(executor: ProcessPoolExecutor) -> list[Any]:
+    return list((getattr(executor, "_processes", None) or {}).values())
 
 
 def adopt_environment(environ: dict[str, str]) -> None:
@@ -267,11 +283,15 @@ def adopt_environment(environ: dict[str, str]) -> None:
 
 
 def _start_worker(environ: dict[str, str], nice: int, initializer: Callable[..., None], *initargs: Any) -> None:
-    """Worker initializer: the campaign process's environment, niceness, the parent watch, then the job's
-    initializer."""
+    """Worker initializer: its own process group, the campaign process's environment, niceness, the parent
+    watch (multiprocessing's parent sentinel, a pipe the campaign process holds open, is readable once it died,
+    fork server or not: the worker then kills its group), then the job's initializer."""
+    lead_own_group()
     adopt_environment(environ)
     if nice:
         os.nice(nice)
-    threading.Thread(target=_watch_parent, name="parent-watch", daemon=True).start()
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        kill_own_group_when_closed(parent.sentinel)
     initializer(*initargs)
 

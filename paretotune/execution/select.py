@@ -11,7 +11,7 @@ from paretotune.campaign.load import Campaign
 from paretotune.execution.base import BuildPool, Evaluator, Measurer, Session
 from paretotune.execution.evaluators import GpuEvaluator, StaticEvaluator
 from paretotune.execution.gpu import LocalGpuMeasurer
-from paretotune.execution.pool import WorkerPool
+from paretotune.execution.pool import WorkerPool, worker_context
 from paretotune.execution.ray.build_pool import RayBuildPool
 from paretotune.execution.ray.measurer import RayGpuMeasurer, check_device, gpu_actor_count
 from paretotune.execution.ray.session import connect_ray, import_ray
@@ -28,14 +28,17 @@ def evaluator_for(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Seq
     also precompiles with each ACF, filling the Triton cache that the measurer's builds hit."""
     measures = not {o.stage for o in objectives} <= {"static"}
     ev = campaign.spec.evaluation
+    local = campaign.spec.execution.backend != "ray"
+    vetted = worker_context().Event() if local else None  # workers import the kernel once it passed its trial
     ctx = WorkerContext(campaign_path=str(campaign.path), campaign_text=campaign.text, ptxas_path=str(ptxas.path),
                         ptxas_version=ptxas.version, acf_dir=str(run.path / "acf"), precompile=measures,
-                        compile_timeout_s=ev.compile_timeout_s)
+                        compile_timeout_s=ev.compile_timeout_s, kernel_vetted=vetted)
     baseline = run.baseline()  # a resumed run has its baseline: the ptxas and measurement limits follow it
     job = job_after_baseline(baseline, ev)
     timeout_s = ev.compile_timeout_s * len(campaign.shapes) + 30.0
-    if campaign.spec.execution.backend != "ray":
-        pool = WorkerPool(job, init_worker, (ctx,), ev.workers, timeout_s, nice=COMPILE_NICE if measures else 0)
+    if local:
+        pool = WorkerPool(job, init_worker, (ctx,), ev.workers, timeout_s, nice=COMPILE_NICE if measures else 0,
+                          kernel_vetted=vetted)
         measurer = LocalGpuMeasurer(campaign, ptxas, run, baseline) if measures else None
         return _compose(campaign, run, objectives, pool, measurer)
     # Ray: CPU actors build, one actor per GPU of the cluster measures

@@ -10,11 +10,12 @@ import hashlib
 import io
 import os
 import shutil
+import sys
 import tempfile
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -37,6 +38,9 @@ class WorkerContext:
     acf_dir: str
     precompile: bool = False  # also compile with the ACF through Triton, filling its cache for the GPU worker
     compile_timeout_s: float = 60.0  # each ptxas run's limit, until the baseline sets a tighter one
+    # an event of the pool's context, set once the campaign process imported the kernel on trial: the worker
+    # imports user code only then (None: at once, as Ray actors, started after the checks, do)
+    kernel_vetted: Any = None
 
 
 TIMEOUT_ENV = "PARETOTUNE_PTXAS_TIMEOUT_S"  # read by the wrapper on every call: the limit can change per task
@@ -80,13 +84,46 @@ def init_worker(ctx: WorkerContext) -> None:
     _STATE.update(ctx=ctx, ptxas=ptxas)
     try:  # workers start while the campaign process checks the kernel: a kernel that fails to load is its to report
         campaign = campaign_from_text(ctx.campaign_text, Path(ctx.campaign_path))
-        adapter = make_adapter(campaign)
+        if ctx.kernel_vetted is not None:
+            _import_helion_for(campaign)  # trusted and slow: while the campaign process imports the kernel on trial
+            ctx.kernel_vetted.wait()
+        with _output_hidden():  # the campaign process's own import shows what the kernel prints, once
+            adapter = make_adapter(campaign)
         _STATE.update(campaign=campaign, adapter=adapter, objectives=make_objectives(campaign), ptx_cache={})
-    except Exception as exc:  # noqa: BLE001 - each candidate of this worker fails with it (never a traceback)
-        _STATE["init_error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+    except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt at import too: each candidate of
+        _STATE["init_error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]  # this worker fails with it
         return
     if ctx.precompile:
         warm_up_compiler(adapter, campaign)
+
+
+def _import_helion_for(campaign: Any) -> None:
+    from paretotune.campaign.trial_import import kernel_mentions_helion
+
+    if kernel_mentions_helion(campaign):
+        with contextlib.suppress(Exception):
+            import helion  # noqa: F401
+
+
+@contextlib.contextmanager
+def _output_hidden() -> Iterator[None]:
+    """File descriptors 1 and 2 to /dev/null for the block (C extensions print there too), then back."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, devnull):
+            os.close(fd)
 
 
 def warm_up_compiler(adapter: Any, campaign: Any) -> None:

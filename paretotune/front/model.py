@@ -29,9 +29,10 @@ from paretotune.pareto import (
 from paretotune.pareto.attribution import acf_shares, share_label
 from paretotune.pareto.choose import baseline_config, knee_order
 from paretotune.pareto.convention import versus_baseline
+from paretotune.front.reader import load_run
 from paretotune.pareto.table import baseline_row
 from paretotune.records import Direction
-from paretotune.store import ObjectiveColumn, RunDir
+from paretotune.store import ObjectiveColumn
 
 
 @dataclass(frozen=True)
@@ -70,13 +71,6 @@ class FrontReport:
         """Front row ``i``'s ACF share as shown: '1.033x registers', 'no ACF', 'no twin' or 'undefined'."""
         shares = self.acf_shares[i] if i < len(self.acf_shares) else None
         return share_label(row, shares, self.columns)
-
-
-def load_run(path: Path) -> tuple[RunDir, list[ObjectiveColumn], pd.DataFrame]:
-    """The run, its objective columns and its results table; bad directories are one-line UserErrors."""
-    run = RunDir.open(path)
-    columns = run.objective_columns()
-    return run, columns, run.results()
 
 
 def build_front(path: Path) -> FrontReport:

@@ -115,6 +115,17 @@ def released_in_order(records: Iterable[TrialRecord], first_waiting: Callable[[]
     yield from held.values()
 
 
+def finite_record(record: TrialRecord) -> TrialRecord:
+    """The record as it is stored: a NaN or infinite objective value is never recorded (every reader refuses
+    one, and it could sit on a front); the candidate is stored as failed, saying which value it was."""
+    bad = sorted(k for k, v in record.values.items() if not math.isfinite(v))
+    if not bad:
+        return record
+    why = f"objective '{bad[0]}' is not a finite number ({record.values[bad[0]]!r})"
+    return dataclasses.replace(record, status="failed", error=record.error or why,
+                               values={k: v for k, v in record.values.items() if k not in bad})
+
+
 def make_evaluator(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Sequence[Objective]) -> Evaluator:
     from paretotune.execution.select import evaluator_for
 
@@ -154,11 +165,13 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
         """The run's wall seconds: earlier processes' and this one's start-up (``state.elapsed_s``), then this loop."""
         return state.elapsed_s + (time.monotonic() if now is None else now) - started
 
-    def keep(rec: TrialRecord) -> None:
+    def keep(rec: TrialRecord) -> TrialRecord:
+        rec = finite_record(rec)
         run.append(rec)
         written.append(rec)
         if on_record:
             on_record(rec)
+        return rec
 
     saved_at, behind = -math.inf, False  # the last engine save; whether a commit skipped one since
 
@@ -213,8 +226,7 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
                 twin_of = by_id[rec.candidate_id].twin_of
                 if twin_of is not None:
                     rec = dataclasses.replace(rec, extra={**rec.extra, TWIN_OF: twin_of})
-                keep(rec)
-                records[rec.candidate_id] = rec
+                records[rec.candidate_id] = keep(rec)
         lost = [c.candidate_id for c in batch.candidates if c.candidate_id not in records]
         if lost:
             raise RuntimeError(f"evaluator returned no record for candidate(s) {lost}")
@@ -293,7 +305,7 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
                 twin_of = pending[rec.candidate_id].twin_of  # a twin batch in flight when a run was killed
                 if twin_of is not None:
                     rec = dataclasses.replace(rec, extra={**rec.extra, TWIN_OF: twin_of})
-                keep(rec)
+                rec = keep(rec)
                 kept.add(rec.candidate_id)
                 yield rec
 

@@ -33,7 +33,7 @@ from paretotune.runner.start import make_engine, objective_columns
 from paretotune.search.base import SearchEngine
 from paretotune.search.twins import missing_twins
 from paretotune.store.checkpoint import LoopCheckpoint, read_checkpoint
-from paretotune.store.run_dir import META, RESULTS, RunDir
+from paretotune.store.run_dir import META, RunDir
 from paretotune.toolchain.acf import AcfStore
 
 
@@ -48,8 +48,11 @@ class ResumePoint:
 
 
 def open_run(path: Path | str) -> RunDir:
-    """The run directory, every file a resume reads checked first (read-only)."""
-    return RunDir.open(path)
+    """The run directory, every file a resume reads checked first (read-only), as every command checks it;
+    a torn last line is read past: :func:`prepare_resume` cuts it off once its checks passed."""
+    from paretotune.front import open_run as open_checked
+
+    return open_checked(path, repairing=True)
 
 
 def reopen_campaign(run: RunDir) -> Campaign:
@@ -73,37 +76,18 @@ def check_ptxas(run: RunDir, campaign: Campaign, ptxas: Any) -> None:
 
 
 def resume_point(run: RunDir) -> ResumePoint:
-    """Rebuild the loop state from the stored records and the last commit; refuse an inconsistent run.
-    Read-only: a torn last line is skipped here and cut off by :meth:`RunDir.recover` only once the resume
-    is sure to proceed."""
+    """Rebuild the loop state from the stored records and the last commit. Read-only: the records were checked
+    against the commit as every reader checks them (duplicates, missing or unknown candidates:
+    :func:`paretotune.store.checkpoint.check_against_records`), a torn last line read past; it is cut off by
+    :meth:`RunDir.recover` only once the resume is sure to proceed."""
     records = tuple(run.records())
-    where = run.path / RESULTS
-    by_id: dict[int, TrialRecord] = {}
-    for rec in records:
-        if rec.candidate_id in by_id:
-            raise UserError(f"{where}: candidate {rec.candidate_id} is stored twice (the file was edited or "
-                            "two runs wrote into one directory)")
-        by_id[rec.candidate_id] = rec
+    by_id = {rec.candidate_id: rec for rec in records}
     baseline = by_id.get(0)
-    if baseline is not None and not baseline.is_baseline:
-        raise UserError(f"{where}: candidate 0 is not the baseline")
     cp = read_checkpoint(run.path)
     if cp is None:  # stopped before the first generation was issued: at most the baseline is stored
-        extra = sorted(i for i in by_id if i != 0)
-        if extra:
-            raise UserError(f"{where}: holds candidates {extra[:5]} but the run has no {run.path / 'checkpoint.json'}")
         return ResumePoint(state=LoopState(next_id=1 if baseline else 0), in_flight=None, checkpoint=None,
                            records=records)
     pending_ids = {c.candidate_id for c in cp.pending}
-    told = set(by_id) - pending_ids - {0}
-    expected = set(range(1, cp.next_id)) - pending_ids
-    if told != expected or baseline is None:
-        missing, unknown = sorted(expected - told), sorted(told - expected)
-        raise UserError(f"{where}: does not match {run.path / 'checkpoint.json'} (missing candidates "
-                        f"{missing[:5]}, unknown candidates {unknown[:5]}{'' if baseline else ', no baseline'}); "
-                        "was the file edited or truncated?")
-    if len(told) != cp.evaluated:
-        raise UserError(f"{where}: {len(told)} candidates told, but the checkpoint counts {cp.evaluated}")
     state = LoopState(next_id=cp.next_id, evaluated=cp.evaluated, generation=cp.generation, elapsed_s=cp.elapsed_s)
     in_flight = None
     if cp.pending:
@@ -194,10 +178,8 @@ def prepare_resume(run: RunDir, ptxas: Any, *, expect: Campaign | None = None,
                         f"{baseline.error}")
     twins_missing = bool(point.records) and bool(missing_twins(run.results(), run.directions()))
     done = Resumption(campaign=campaign, point=point, engine=None, twins_missing=twins_missing)
-    if done.complete:
-        return done
-    if point.checkpoint is None:
-        run.recover()  # every check passed: now the results file may be made safe to append to
+    if done.complete or point.checkpoint is None:
+        run.recover()  # every check passed: a torn last line goes, and every reader accepts the run again
         return done
     engine, point = restore_engine(campaign, adapter, len(columns), run, point)
     run.recover()

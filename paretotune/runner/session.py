@@ -44,7 +44,9 @@ def start_and_execute(campaign: Campaign, out: Path, ptxas: Ptxas, *, quiet: boo
     evaluator = start_workers_early(campaign, ptxas, run, objectives)
     t2 = time.monotonic()
     try:
-        meta, adapter = prepare_run(campaign, ptxas, campaign.spec.seed, objectives)  # before the folder exists
+        # before the folder exists; the early workers import the kernel once it passed its trial import
+        meta, adapter = prepare_run(campaign, ptxas, campaign.spec.seed, objectives,
+                                    after_trial=evaluator.kernel_checked if evaluator is not None else None)
         # where the seconds before the loop went (run.json): the process until here, the checks, the early worker
         # start, then prepare_run's own steps
         meta["start_s"] = {"process_to_run": spent_s, "checks": round(t1 - t0, 3), "workers_started": round(t2 - t1, 3),
@@ -83,9 +85,10 @@ def start_workers_early(campaign: Campaign, ptxas: Ptxas, run: RunDir, objective
     import torch
     import triton  # noqa: F401 - the workers' fork server preloads what this process has imported (pool.py)
 
+    from paretotune.campaign.trial_import import kernel_mentions_helion
     from paretotune.runner import loop
 
-    if torch.version.cuda is None and _names_helion(campaign):  # a CPU torch: the fork server preloads Helion
+    if torch.version.cuda is None and kernel_mentions_helion(campaign):  # a CPU torch: the fork server preloads Helion
         from paretotune.kernels.helion import import_helion
 
         import_helion()  # imported here anyway by the kernel's import; only sooner
@@ -106,19 +109,6 @@ def process_age_s() -> float:
     import paretotune
 
     return round(time.monotonic() - paretotune.IMPORTED_AT, 3)
-
-
-def _names_helion(campaign: Campaign) -> bool:
-    """Whether the campaign's kernel comes from a file that mentions Helion (read, never imported)."""
-    from paretotune.campaign.trial_import import mentions_helion
-
-    kernel = campaign.spec.kernel
-    if kernel.inputs is not None:  # a bare Helion kernel with an input factory
-        return True
-    where = kernel.source.rpartition(":")[0]
-    if where.endswith(".py"):
-        return mentions_helion(str((campaign.path.parent / where).resolve()), True)
-    return mentions_helion(where, False)  # False where unreadable: the checks that follow say what is wrong
 
 
 def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engine: SearchEngine | None = None,

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import importlib.metadata
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from paretotune.campaign.acf_check import check_acf_files, check_search_space
 from paretotune.campaign.load import Campaign
+from paretotune.campaign.schema import folder_name
 from paretotune.campaign.resolve import make_adapter, make_objectives
 from paretotune.kernels.base import baseline_config
 from paretotune.objectives.base import Objective
@@ -24,6 +25,12 @@ def objective_columns(campaign: Campaign, objectives: Sequence[Objective]) -> li
                             objective=o.name, shape=s.label)
             for s in campaign.shapes for o in objectives]
 
+
+def default_run_dir(campaign: Campaign) -> Path:
+    """Where a run goes without ``--out``: ``runs/<name>-<time>`` under the working directory, the name
+    sanitised (:func:`~paretotune.campaign.schema.folder_name`; the schema refused names it cannot sanitise),
+    so a shared campaign file or a service client cannot pick where a run is written."""
+    return Path("runs") / f"{folder_name(campaign.spec.name)}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def make_engine(campaign: Campaign, adapter: Any, n_objectives: int) -> SearchEngine:
@@ -48,7 +55,6 @@ def native_space(campaign: Campaign, adapter: Any) -> Any:
     if native is None or campaign.spec.kernel.space:
         return None
     return native()
-
 
 
 def run_meta(campaign: Campaign, ptxas: Ptxas, columns: Sequence[ObjectiveColumn], seed: int) -> dict[str, Any]:
@@ -80,16 +86,18 @@ def check_before_import(campaign: Campaign) -> list[Objective]:
     return objectives
 
 
-def prepare_run(campaign: Campaign, ptxas: Ptxas, seed: int, objectives: Sequence[Objective]
-                ) -> tuple[dict[str, Any], Any]:
+def prepare_run(campaign: Campaign, ptxas: Ptxas, seed: int, objectives: Sequence[Objective],
+                after_trial: Callable[[], None] | None = None) -> tuple[dict[str, Any], Any]:
     """What is checkable after :func:`check_before_import` (which gave ``objectives``) and before a run
     directory exists, while the workers start: CompileIQ's space for generated ACFs (here, not before: importing
     CompileIQ would hold the workers' start by half a second), the kernel import and its shapes. Returns the
     run's metadata and the kernel adapter (the loop reuses it: its space and baselines are derived once).
-    ``start_s`` in the metadata: seconds per step."""
+    ``start_s`` in the metadata: seconds per step. ``after_trial``: called once the kernel passed its trial
+    import (early workers then import it too)."""
     check_search_space(campaign)
     t1 = time.monotonic()
-    adapter = make_adapter(campaign, trial_import=True)  # resolve the kernel before any work: a typo fails now
+    # resolve the kernel before any work: a typo fails now
+    adapter = make_adapter(campaign, trial_import=True, after_trial=after_trial)
     t2 = time.monotonic()
     meta = run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed)
     meta["kernel"] = kernel_meta(campaign, adapter)

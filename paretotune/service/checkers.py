@@ -64,7 +64,7 @@ class CheckerPool:
         """The checker's answer for one submission; raises :class:`Busy` when the queue is full."""
         self.start()
         with self._lock:
-            if self._stopping.is_set() or self._pending >= self.config.max_pending_checks:
+            if self._stopping.is_set() or self._pending >= self.config.check_workers + self.config.max_pending_checks:
                 raise Busy
             self._pending += 1
         job = _Job(body, content_type)

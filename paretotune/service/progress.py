@@ -1,8 +1,11 @@
 """What a client sees of a campaign: progress, best so far, the ranked front, points for the plot, artifacts.
 
-Everything is read from the run directory the campaign process writes (``results.jsonl`` is append-only and
-fsynced per record, so a reader sees whole records; a torn last line is skipped). Reads are cached on the
-results file's size and mtime, so polling a status endpoint costs a ``stat`` when nothing changed.
+Everything is read from the run directory the campaign process writes, through the reader every command
+uses (:class:`paretotune.store.run_dir.RunDir`: a last line still being written is left out while the
+campaign process holds the run). A damaged run (a torn last line of a stopped campaign among them) does not
+break the listing: its progress and points say ``damaged`` with the reader's one line, and its front is a 409
+with that line. Reads are cached on the results file's size and mtime, so polling a status endpoint costs a
+``stat`` when nothing changed.
 """
 from __future__ import annotations
 
@@ -14,8 +17,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from paretotune.store.results import RESULTS, read_results
-from paretotune.store.run_dir import META
+from paretotune.errors import UserError
+from paretotune.store.results import RESULTS
+from paretotune.store.run_dir import META, read_results
 
 ARTIFACT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$")
 
@@ -73,9 +77,18 @@ def _num(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _damaged(run: Path, exc: UserError) -> str:
+    """The reader's line without the server's paths (the client knows the campaign by id)."""
+    return str(exc).replace(str(run), "<run>")
+
+
 def _progress(run: Path, budget: int) -> dict[str, Any]:
     columns = _columns(run)
-    table = read_results(run) if (run / RESULTS).exists() else None
+    try:
+        table = read_results(run) if (run / RESULTS).exists() else None
+    except UserError as exc:
+        return {"evaluated": 0, "twins": 0, "budget": budget, "failures": 0, "fraction": 0.0, "best": {},
+                "damaged": _damaged(run, exc)}
     # the budget counts the search and the baseline; no-ACF twins (extra.twin_of) come after it, counted apart
     twins = 0 if table is None or "extra" not in table else int(table["extra"].astype(str).str.contains(
         '"twin_of"', regex=False).sum())
@@ -112,7 +125,10 @@ def _points(run: Path) -> dict[str, Any]:
     columns = _columns(run)
     if not columns or not (run / RESULTS).exists():
         return {"objectives": columns, "points": []}
-    table = read_results(run)
+    try:
+        table = read_results(run)
+    except UserError as exc:
+        return {"objectives": columns, "points": [], "damaged": _damaged(run, exc)}
     front_ids: set[int] = set()
     try:
         doc = _front(run)
@@ -151,7 +167,6 @@ def artifact_path(run: Path, name: str) -> Path | None:
 def budget_of(text: str) -> int:
     """Evaluations a campaign makes: its search budget plus the baseline (0 if the stored copy is unreadable)."""
     from paretotune.campaign.load import parse_text
-    from paretotune.errors import UserError
 
     try:
         return parse_text(text, "campaign.yaml").search.budget + 1

@@ -19,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 
+from paretotune.processes import kill_group
 from paretotune.service.config import ServiceConfig
 from paretotune.service.store import CampaignState, CampaignStore
 
@@ -170,32 +171,9 @@ class Scheduler:
         self._procs.clear()
 
 
-def _group_members(pgid: int) -> list[int]:
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid:
-            members.append(int(entry.name))
-    return members
-
-
 def _kill_group(pgid: int | None, sig: int = signal.SIGKILL) -> None:
-    """Signal a campaign's process group if any of it is left (a group id cannot be reused while it has members)."""
-    if pgid is None or (Path("/proc").is_dir() and not _group_members(pgid)):
-        return
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        return
-    if sig == signal.SIGKILL:
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and _group_members(pgid):
-            time.sleep(0.05)
+    """Signal a campaign's process group if any of it is left; after SIGKILL, wait up to 5 s for it to go."""
+    kill_group(pgid, sig, wait_s=5.0 if sig == signal.SIGKILL else 0.0)
 
 
 def _tail(path: Path) -> str:

@@ -5,12 +5,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from paretotune.store.checkpoint import LoopCheckpoint, read_checkpoint
-    from paretotune.store.results import read_results
+    from paretotune.store.run_dir import read_results
     from paretotune.store.run_dir import ObjectiveColumn, RunDir
 
 __all__ = ["LoopCheckpoint", "ObjectiveColumn", "RunDir", "read_checkpoint", "read_results"]
 _WHERE = {"LoopCheckpoint": "paretotune.store.checkpoint", "read_checkpoint": "paretotune.store.checkpoint",
-          "read_results": "paretotune.store.results", "ObjectiveColumn": "paretotune.store.run_dir",
+          "read_results": "paretotune.store.run_dir", "ObjectiveColumn": "paretotune.store.run_dir",
           "RunDir": "paretotune.store.run_dir"}
 
 

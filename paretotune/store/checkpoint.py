@@ -79,6 +79,37 @@ def read_checkpoint(run: Path) -> LoopCheckpoint | None:
         raise UserError(f"{path}: unreadable loop checkpoint ({' '.join(str(exc).split())})") from None
 
 
+def check_against_records(cp: LoopCheckpoint | None, rows: list[dict[str, Any]], results: Path, *,
+                          live: bool = False, torn_line: int | None = None) -> None:
+    """The stored records agree with the loop's last commit: every candidate the checkpoint counts as told is
+    stored, none is stored that it does not know, candidate 0 is the baseline. Resume depends on it, so every
+    reader refuses what resume would (an edited or truncated results file, a results file that lost its
+    records). ``live``: a process is writing the run; records may be ahead of the checkpoint (appended
+    before the commit that counts them), never behind it. ``cp`` is read before ``rows`` for that reason."""
+    by_id = {row["candidate_id"]: row for row in rows}
+    baseline = by_id.get(0)
+    if baseline is not None and not baseline["is_baseline"]:
+        raise UserError(f"{results}: candidate 0 is not the baseline")
+    torn = f"; line {torn_line} is torn" if torn_line else ""
+    if cp is None:  # stopped before the first generation was issued: at most the baseline is stored
+        extra = sorted(i for i in by_id if i != 0)
+        if extra and not live:
+            raise UserError(f"{results}: holds candidates {extra[:5]} but the run has no "
+                            f"{results.parent / CHECKPOINT}")
+        return
+    pending = {c.candidate_id for c in cp.pending}
+    told = set(by_id) - pending - {0}
+    expected = set(range(1, cp.next_id)) - pending
+    missing, unknown = sorted(expected - told), sorted(told - expected)
+    if missing or (unknown and not live) or baseline is None:
+        raise UserError(f"{results}: does not match {results.parent / CHECKPOINT} (missing candidates "
+                        f"{missing[:5]}, unknown candidates {unknown[:5]}{'' if baseline else ', no baseline'}"
+                        f"{torn}); was the file edited or truncated?")
+    if len(expected) != cp.evaluated:
+        raise UserError(f"{results}: {len(expected)} candidates told, but {results.parent / CHECKPOINT} counts "
+                        f"{cp.evaluated}")
+
+
 class Checkpointer:
     """Commits (engine checkpoint, loop state) pairs into a run directory."""
 

@@ -1,16 +1,17 @@
-"""results.jsonl: the line format of a stored TrialRecord, its checks, and the reader.
+"""results.jsonl: the line format of a stored TrialRecord, its checks, and the parser.
 
-Every reader of a run (resume, front, report, export, the service) goes through :func:`read_rows`, so a
-damaged line (wrong field type, a candidate stored twice) is one UserError naming the file and line, and a
-torn last line (a SIGKILL mid-append) is skipped. Appending stays with :class:`paretotune.store.run_dir.RunDir`.
+Every reader of a run (resume, front, report, export, validate, the service) reads it through
+:class:`paretotune.store.run_dir.RunDir`, which parses it here: a damaged line (not JSON, not a record, wrong
+field types, a candidate stored twice) is one UserError naming the file and line. A torn last line (a crash
+mid-append: a record's beginning without its newline) is told apart from damage and returned as such;
+what a reader does with it is ``RunDir``'s rule, the same for all. Appending stays with ``RunDir``.
 """
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import pandas as pd
 
 from paretotune.errors import UserError
 from paretotune.store.files import text_file
@@ -64,23 +65,35 @@ def _check_row(row: Any, where: str) -> None:
                 raise UserError(f"{where}: '{key}' must be a JSON object as text")
 
 
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    """Parse and check results.jsonl, skipping a partial last line left by a crash mid-write. Damage (not a
-    file, not UTF-8, a line that is not a record, wrong types, a candidate stored twice) is a UserError."""
+@dataclass(frozen=True)
+class Rows:
+    """The checked records of results.jsonl, and the number of a torn last line left out of them (or None)."""
+
+    rows: list[dict[str, Any]]
+    torn_line: int | None = None
+
+
+def parse_rows(path: Path) -> Rows:
+    """Parse and check results.jsonl (a missing file has no rows). A last line without its newline that begins
+    a record (``{``) and does not parse is a torn write: left out and reported in :attr:`Rows.torn_line`.
+    Damage (not a file, not UTF-8, a line that is not a record, wrong types, a candidate stored twice, any
+    other line that is not JSON) is a UserError naming the file and line."""
     if not path.exists() and not path.is_symlink():
-        return []
-    lines = text_file(path, "missing").splitlines()
+        return Rows([])
+    lines = text_file(path, "missing").split("\n")  # the last item follows the last newline: '' unless cut
     rows: list[dict[str, Any]] = []
     seen: dict[int, int] = {}
+    torn = None
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
-            if i == len(lines) - 1:
-                break  # torn final write
-            raise UserError(f"{path}:{i + 1}: corrupt results line") from None
+            if i == len(lines) - 1 and line.lstrip().startswith("{"):
+                torn = i + 1  # the beginning of a record whose write was cut short
+                break
+            raise UserError(f"{path}:{i + 1}: corrupt results line (not JSON)") from None
         _check_row(row, f"{path}:{i + 1}")
         cid = row["candidate_id"]
         if cid in seen:
@@ -88,9 +101,4 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
                             "was edited or two runs wrote into one directory")
         seen[cid] = i + 1
         rows.append(row)
-    return rows
-
-
-def read_results(run: Path | str) -> pd.DataFrame:
-    """The run's results table: one row per evaluated candidate, one column per objective."""
-    return pd.DataFrame(read_rows(Path(run) / RESULTS))
+    return Rows(rows, torn)

@@ -10,17 +10,24 @@ Layout::
     <run>/.lock             flock held by the one process running or resuming the run
 
 Why JSON lines and not SQLite: a record is written once and never updated, so an append-only file with
-``fsync`` after each line is crash-safe (a SIGKILL can only cut the last line short, and the reader skips a
-partial last line), diff-able, and greppable; ``pandas.read_json(lines=True)`` reads it directly. Before a
-resumed run appends, :meth:`RunDir.recover` cuts a torn last line off (otherwise the next record would be
-glued to it and corrupt a line in the middle of the file).
+``fsync`` after each line is crash-safe (a SIGKILL can only cut the last line short), diff-able, and
+greppable; ``pandas.read_json(lines=True)`` reads it directly.
+
+Every command reads a run through this class (:meth:`RunDir.open`, then :meth:`RunDir.results` or
+:meth:`RunDir.records`), so the same damage gets the same one-line answer everywhere. A torn last line is
+read as the writer's state says: while a process holds the run's lock it is still being written and is left
+out; in a stopped run it is refused, naming ``paretotune resume``, which cuts it off
+(:meth:`RunDir.recover`, once its checks passed) so that every reader accepts the run again. A torn line is
+never dropped silently.
 """
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import json
+import math
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +38,9 @@ import pandas as pd
 from paretotune.errors import UserError
 from paretotune.records import Direction, TrialRecord
 from paretotune.store.atomic import atomic_write_json
+from paretotune.store.checkpoint import check_against_records, read_checkpoint
 from paretotune.store.files import json_file, text_file
-from paretotune.store.results import RESULTS, read_rows
+from paretotune.store.results import RESULTS, parse_rows
 
 LOCK = ".lock"
 META = "run.json"
@@ -49,23 +57,30 @@ class ObjectiveColumn:
     shape: str  # shape label the value was measured on
 
 
-class RunDir:
-    """Reads and writes one run directory. Creating it checks that it is writable."""
+LOCK_TRIES = 20  # a reader's probe of the lock (in_use) holds it for microseconds: a writer retries
 
-    def __init__(self, path: Path | str) -> None:
+
+class RunDir:
+    """Reads and writes one run directory. Creating it checks that it is writable. ``repairing``: the reader
+    is ``resume``, which may cut a torn last line off (:meth:`recover`), so it reads past one."""
+
+    def __init__(self, path: Path | str, *, repairing: bool = False) -> None:
         self.path = Path(path)
+        self.repairing = repairing
 
     @classmethod
-    def open(cls, path: Path | str) -> RunDir:
+    def open(cls, path: Path | str, *, repairing: bool = False) -> RunDir:
         """An existing run directory, checked as every reader needs it: run.json, its objective columns, the
-        campaign copy and every results line (types, duplicates). Damage is a one-line UserError naming the
-        file, never a traceback; nothing is written."""
+        campaign copy's text, every results line (types, duplicates, finite objective values, a torn last
+        line) and the loop checkpoint, against the records. Damage is a one-line UserError naming the file,
+        never a traceback; nothing is written. The campaign copy's fields are checked by
+        :func:`paretotune.front.open_run`, the reader the commands call."""
         path = Path(path)
         if not path.exists():
             raise UserError(f"{path}: no such run directory")
         if not path.is_dir():
             raise UserError(f"{path}: not a directory; give the run directory written by 'paretotune run'")
-        run = cls(path)
+        run = cls(path, repairing=repairing)
         run.objective_columns()
         run.campaign_text()
         run.results()
@@ -181,24 +196,34 @@ class RunDir:
         return self.path / "acf" / f"{sha}.acf"
 
     def results(self) -> pd.DataFrame:
-        rows = self._checked_rows()
-        return pd.DataFrame(rows)
+        """The results table: one row per stored candidate, one column per field and objective."""
+        return pd.DataFrame(self._checked_rows())
 
     def records(self) -> list[TrialRecord]:
         cols = [c.column for c in self.objective_columns()]
         return [TrialRecord.from_row(row, cols) for row in self._checked_rows()]
 
     def _checked_rows(self) -> list[dict[str, Any]]:
-        """Rows of results.jsonl, with the objective columns checked to be numbers (or null)."""
-        rows = read_rows(self.path / RESULTS)
+        """Rows of results.jsonl: objective values finite numbers (or null), the records as the checkpoint
+        counts them, and a torn last line refused unless a writer holds the run or the reader repairs it."""
+        where = self.path / RESULTS
+        cp = read_checkpoint(self.path)  # before the records: a live run's records only run ahead of it
+        parsed = parse_rows(where)
         cols = [c.column for c in self.objective_columns()]
-        for i, row in enumerate(rows):
+        for i, row in enumerate(parsed.rows):
             for c in cols:
                 v = row.get(c)
-                if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-                    raise UserError(f"{self.path / RESULTS}: candidate {row['candidate_id']} (record {i + 1}): "
-                                    f"'{c}' must be a number or null")
-        return rows
+                if v is None:
+                    continue
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                    raise UserError(f"{where}: candidate {row['candidate_id']} (record {i + 1}): "
+                                    f"'{c}' must be a finite number or null (got {v!r})")
+        live = self.in_use()
+        check_against_records(cp, parsed.rows, where, live=live, torn_line=parsed.torn_line)
+        if parsed.torn_line is not None and not (live or self.repairing):
+            raise UserError(f"{where}:{parsed.torn_line}: the last line is torn (the run stopped while writing "
+                            f"it); 'paretotune resume {self.path}' repairs it")
+        return parsed.rows
 
     def baseline(self) -> TrialRecord | None:
         """The stored baseline record, if any (a resumed run does not measure it again)."""
@@ -207,6 +232,23 @@ class RunDir:
         return next((r for r in self.records() if r.is_baseline), None)
 
     # -- one writer at a time --------------------------------------------------------------------------------
+    def in_use(self) -> bool:
+        """Whether a process holds the run's lock (runs or resumes it, this one included): its last line may
+        be mid-write. Asked by taking a shared lock for an instant; :meth:`lock` retries past such a probe."""
+        try:
+            fd = os.open(self.path / LOCK, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        return False
+
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
         """Hold the run for one process: a second ``run``/``resume`` of it would store candidates twice.
@@ -219,13 +261,18 @@ class RunDir:
             raise UserError(f"{self.path}: cannot take the run's lock ({exc.strerror}); is the folder "
                             "writable?") from None
         try:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                fh.seek(0)
-                holder = fh.read().strip()
-                raise UserError(f"{self.path}: in use by another paretotune process"
-                                f"{f' (pid {holder})' if holder else ''}") from None
+            for attempt in range(LOCK_TRIES):
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if attempt + 1 < LOCK_TRIES:
+                        time.sleep(0.01)  # a reader asking in_use() holds it for an instant
+                        continue
+                    fh.seek(0)
+                    holder = fh.read().strip()
+                    raise UserError(f"{self.path}: in use by another paretotune process"
+                                    f"{f' (pid {holder})' if holder else ''}") from None
             fh.seek(0)
             fh.truncate()
             fh.write(str(os.getpid()))
@@ -263,9 +310,15 @@ class RunDir:
         return 0
 
     def append(self, record: TrialRecord) -> None:
-        """Append one record durably: a crash after this returns cannot lose it."""
-        line = json.dumps(record.to_row(), sort_keys=True, allow_nan=True) + "\n"
+        """Append one record durably: a crash after this returns cannot lose it. A non-finite number is never
+        written (the loop records a non-finite objective value as a failure); one here is a ValueError."""
+        line = json.dumps(record.to_row(), sort_keys=True, allow_nan=False) + "\n"
         with open(self.path / RESULTS, "a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
+
+
+def read_results(run: Path | str) -> pd.DataFrame:
+    """The run's results table as :meth:`RunDir.results` reads it (the checks included)."""
+    return RunDir(run).results()

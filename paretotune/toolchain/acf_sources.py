@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from paretotune.errors import UserError
+from paretotune.text_file import not_a_file
 
 if TYPE_CHECKING:
     from paretotune.campaign.schema import AcfSpec
@@ -76,8 +77,11 @@ def read_files(entries: Sequence[str], base_dir: Path, where: str) -> list[AcfOp
     for i, entry in enumerate(entries):
         at = f"{where}[{i}]"
         path = _resolve(entry, base_dir)
-        if not path.is_file():
+        problem = not_a_file(path)
+        if problem == "missing":
             raise UserError(f"{at}: no such ACF file: {path}")
+        if problem:
+            raise UserError(f"{at}: {path}: not a regular file ({problem})")
         out.append(AcfOption(name=str(path), data=_checked(_read(path, at), f"{at}: {path}")))
     return out
 
@@ -87,8 +91,11 @@ def read_pack(path: Path, where: str) -> list[AcfOption]:
 
     Booster packs ship a catalog JSON and a ``SHA256SUMS`` file next to the ACFs; other members are ignored.
     """
-    if not path.is_file():
+    problem = not_a_file(path)
+    if problem == "missing":
         raise UserError(f"{where}: no such pack: {path}")
+    if problem:
+        raise UserError(f"{where}: {path}: not a regular file ({problem})")
     try:
         with zipfile.ZipFile(path) as pack:
             members = sorted((m for m in pack.infolist() if _is_acf_member(m)), key=lambda m: m.filename)

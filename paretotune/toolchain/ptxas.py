@@ -173,6 +173,33 @@ def ptxas_flags(target: TargetArch, acf: Path | None, *, enable_fp_fusion: bool 
     return flags
 
 
+TEMP_PREFIX = "paretotune-ptxas-"  # + "<pid>-": the process that made it, so a dead one's folders can be found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def clean_stale_temp_folders() -> int:
+    """Remove the ptxas temp folders (:func:`build_ptx`) of processes that are gone, and return how many: a
+    worker killed mid-build (a hang, a crash, a killed run) cannot remove its own (the 2026-12-01 audit found
+    57 after its kills). Folders of live processes, and names that carry no pid, are left alone."""
+    removed = 0
+    for path in Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*-*"):
+        pid = path.name[len(TEMP_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)) or not path.is_dir() or path.is_symlink():
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed += not path.exists()
+    return removed
+
+
 def _die_with_parent() -> None:
     """Runs in the ptxas child before exec: if the worker that started it is killed (a pool restart after a
     hang or crash elsewhere), ptxas gets SIGKILL too instead of living on as an orphan (Linux prctl)."""
@@ -194,7 +221,7 @@ def build_ptx(ptxas: Ptxas, ptx: str, target: TargetArch, acf: Path | None, *, k
     """
     from paretotune.errors import CandidateFailure
 
-    with tempfile.TemporaryDirectory(prefix="paretotune-ptxas-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as tmp:
         src, out = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
         src.write_text(ptx)
         cmd = [str(ptxas.path), *ptxas_flags(target, acf, enable_fp_fusion=enable_fp_fusion), str(src), "-o", str(out)]

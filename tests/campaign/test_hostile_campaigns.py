@@ -114,6 +114,15 @@ CASES: dict[str, tuple[Callable[[Path], str], str]] = {
     "name_10_megabytes": (_with(name="n" * (10 << 20)), r": too large for a campaign file"),
     "name_201_characters": (_with(name="n" * 201), r": name: String should have at most 200 characters"),
     "name_a_list": (_with(name=["a"]), r": name: Input should be a valid string"),
+    # a name is never a path, whatever --out says (the 2026-12-01 audit: /some/dir and ../../../x wrote there)
+    "name_an_absolute_path": (_with(name="/etc/passwd"), r": name: must not contain '/' or '\\'"),
+    "name_climbs_out": (_with(name="../../../tmp/x"), r": name: must not contain '/' or '\\'"),
+    "name_a_windows_path": (_with(name="..\\..\\x"), r": name: must not contain '/' or '\\'"),
+    "name_dot_dot": (_with(name=".."), r": name: must not contain '\.\.'"),
+    "name_with_nul": (_with(name="a\x00b"), r": name: must not contain control .*\(found '\\x00'\)"),
+    "name_with_newline": (_with(name="two\nlines"), r": name: must not contain control .*\(found '\\n'\)"),
+    "name_with_bidi_override": (_with(name="evil\u202etxt"), r": name: must not contain control .*\(found '\\u202e'\)"),
+    "name_only_punctuation": (_with(name="*** ***"), r": name: needs a letter, a digit or '_'"),
     "name_null": (_with(name=None, kernel={"source": SOFTMAX, "space": {"num_warps": []}}),
                   r": kernel\.space: knob 'num_warps' has no values"),
     "seed_2_to_the_80": (_with(seed=2**80), r": seed: Input should be less than 4294967296"),
@@ -203,6 +212,13 @@ CASES: dict[str, tuple[Callable[[Path], str], str]] = {
                                  r": kernel\.source: importing .*k_loop\.py did not finish within 2 s"),
     "kernel_file_sleeps": (_kernel_file("k_sleep.py", "import time\ntime.sleep(3600)\n"),
                            r": kernel\.source: importing .*k_sleep\.py did not finish within 2 s"),
+    # the audit: a file that forked and finished was "did not finish within 5 s"; one that forked and exited too
+    "kernel_file_forks_then_exits": (_kernel_file("k_forkexit.py", "import os, time\nif os.fork() == 0:\n"
+                                                  "    time.sleep(30)\n    os._exit(0)\nos._exit(3)\n"),
+                                     r": kernel\.source: importing .*k_forkexit\.py ended the process \(exit code 3"),
+    "kernel_file_forks_and_lacks_spec": (_kernel_file("k_fork.py", "import os, time\nif os.fork() == 0:\n"
+                                                      "    time.sleep(30)\n    os._exit(0)\n"),
+                                         r": kernel\.source: module 'k_fork\.py' has no attribute 'spec'"),
     "kernel_file_raises": (_kernel_file("k_raise.py", "raise RuntimeError('boom\\nsecond line')\n"),
                            r": kernel\.source: cannot import .*k_raise\.py \(RuntimeError: boom second line\)"),
     "kernel_file_keyboard_interrupt": (_kernel_file("k_kbd.py", "raise KeyboardInterrupt\n"),
@@ -222,8 +238,10 @@ CASES: dict[str, tuple[Callable[[Path], str], str]] = {
     "acf_empty_file": (_acf_files("empty.acf"), r": acf\.files\[0\]: .*empty\.acf: empty file"),
     "acf_three_mebibytes": (_acf_files("big.acf"), r": acf\.files\[0\]: .*big\.acf is 3145728 bytes, too large"),
     "acf_text_file": (_acf_files("notes.acf"), r": acf\.files\[0\]: .*notes\.acf: a text file, not an ACF"),
-    "acf_a_directory": (_acf_files("adir"), r": acf\.files\[0\]: no such ACF file: .*adir"),
-    "acf_dev_zero": (_acf_files("/dev/zero"), r": acf\.files\[0\]: no such ACF file: /dev/zero"),
+    # the audit: a FIFO or a directory was "no such ACF file"
+    "acf_a_directory": (_acf_files("adir"), r": acf\.files\[0\]: .*adir: not a regular file \(a directory\)"),
+    "acf_a_fifo": (_acf_files("fifo.acf"), r": acf\.files\[0\]: .*fifo\.acf: not a regular file \(a pipe or device\)"),
+    "acf_dev_zero": (_acf_files("/dev/zero"), r": acf\.files\[0\]: /dev/zero: not a regular file \(a pipe or device\)"),
     "acf_second_missing": (_acf_files("good.acf", "missing.acf"), r": acf\.files\[1\]: no such ACF file"),
     "acf_files_empty_list": (_acf_files(), r": acf\.files: List should have at least 1 item"),
     "acf_files_a_number": (_with(acf={"files": [3]}), r": acf\.files\[0\]: Input should be a valid string"),
@@ -232,7 +250,8 @@ CASES: dict[str, tuple[Callable[[Path], str], str]] = {
     "acf_pack_with_empty_acf": (_acf_pack("emptyacf.zip"), r": acf\.pack: .*emptyacf\.zip!a\.acf: empty file"),
     "acf_pack_text_acf": (_acf_pack("textacf.zip"), r": acf\.pack: .*textacf\.zip!a\.acf: a text file, not an ACF"),
     "acf_pack_missing": (_acf_pack("nothere.zip"), r": acf\.pack: no such file: .*nothere\.zip"),
-    "acf_pack_a_directory": (_acf_pack("adir"), r": acf\.pack: no such file: .*adir"),
+    "acf_pack_a_directory": (_acf_pack("adir"), r": acf\.pack: .*adir: not a regular file \(a directory\)"),
+    "acf_pack_a_fifo": (_acf_pack("fifo.acf"), r": acf\.pack: .*fifo\.acf: not a regular file \(a pipe or device\)"),
 }
 
 
@@ -244,6 +263,7 @@ def _acf_folder(folder: Path) -> None:
     (folder / "notes.acf").write_text("controls = fast\n" * 20)
     (folder / "good.acf").write_bytes(bytes(range(256)))
     (folder / "adir").mkdir()
+    os.mkfifo(folder / "fifo.acf")
     (folder / "garbage.zip").write_bytes(os.urandom(512))
     for name, members in (("noacf.zip", {"readme.txt": b"hi"}), ("emptyacf.zip", {"a.acf": b""}),
                           ("textacf.zip", {"a.acf": b"plain text\n"})):
@@ -282,6 +302,40 @@ def test_hostile_campaign_is_refused(case: str, tmp_path: Path, capsys: pytest.C
     assert head is not None, line
     assert re.match(expected, line.removeprefix(head)), f"{case}: {line}"
     assert not out.exists()
+
+
+def _tree(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+@pytest.mark.parametrize("name", ["ABSOLUTE", "../../../escaped", "a\x00b", "line\nbreak"])
+def test_a_name_never_chooses_where_the_run_goes(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --out a run goes to runs/<name>-<time> under the working directory. The audit's names: an
+    absolute folder was written to (exit 0), ../../../x landed outside runs/, a NUL was an internal error.
+    Each is refused in one line naming the field, and nothing is written anywhere."""
+    work = tmp_path / "a" / "b" / "c"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    name = str(tmp_path / "elsewhere") if name == "ABSOLUTE" else name
+    path = work / "campaign.yaml"
+    path.write_text(_with(name=name)(work))
+    before = _tree(tmp_path)
+    line = _refused(["run", str(path), "--quiet"], capsys)
+    assert line.startswith(f"paretotune: error: {path}: name: "), line
+    assert _tree(tmp_path) == before
+
+
+def test_a_name_is_sanitised_into_a_folder_under_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spaces, colons and parentheses are not refused: they become '-' in the run folder's name."""
+    monkeypatch.chdir(tmp_path)
+    text = _with(name="my kernel: v2 (fp16)", search={"generations": 1, "pool_size": 9},
+                 evaluation={"workers": 1})(tmp_path)
+    (tmp_path / "campaign.yaml").write_text(text)
+    assert main(["run", "campaign.yaml", "--quiet"]) == 0
+    runs = [p.name for p in (tmp_path / "runs").iterdir()]
+    assert len(runs) == 1 and re.fullmatch(r"my-kernel-v2-fp16-\d{8}-\d{6}", runs[0]), runs
+    assert (tmp_path / "runs" / runs[0] / "results.jsonl").is_file()
 
 
 def _fifo(folder: Path) -> Path:

@@ -76,7 +76,8 @@ def test_text_report(tmp_path: Path, capsys: pytest.CaptureFixture[str],
 
 def test_single_shape_and_no_baseline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     columns = [{"column": "runtime", "direction": "min", "objective": "runtime", "shape": "default"}]
-    rows = [{"candidate_id": 0, "values": {"runtime": 0.3}}, {"candidate_id": 1, "values": {"runtime": 0.2}}]
+    rows = [{"candidate_id": 0, "is_baseline": True, "status": "failed", "error": "no GPU"},
+            {"candidate_id": 1, "values": {"runtime": 0.2}}]
     run_dir = write_run(tmp_path / "run", columns, rows)
     doc = json.loads(run_front(run_dir, capsys, "--json"))
     assert doc["baseline"] is None and doc["hypervolume"] is None and doc["all_shapes"] is None

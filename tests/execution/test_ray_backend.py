@@ -34,7 +34,7 @@ from paretotune.records import Candidate, TrialRecord
 from paretotune.runner.loop import run_campaign
 from paretotune.runner.start import start_run
 from paretotune.search.base import Proposal
-from paretotune.store.results import read_results
+from paretotune.store.run_dir import read_results
 from paretotune.store.run_dir import RunDir
 from paretotune.toolchain.ptxas import Ptxas, export_for_triton, find_ptxas
 

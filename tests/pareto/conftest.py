@@ -1,15 +1,15 @@
-"""Shared builders: a results table in memory, and a run directory on disk."""
+"""Shared builders: a results table in memory, and a run directory on disk (``write_run``: the report tests'
+builder, one for all tests)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 
 from paretotune.records import TrialRecord
-from paretotune.store import RunDir
+from report.conftest import write_run  # noqa: F401 - re-exported for the tests that import it from here
 
 
 def results_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
@@ -21,17 +21,6 @@ def results_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
         for r in rows
     ]
     return pd.DataFrame([rec.to_row() for rec in records])
-
-
-def write_run(path: Path, columns: Sequence[dict[str, str]], rows: Sequence[dict[str, Any]]) -> Path:
-    """A run directory with run.json (objective_columns) and results.jsonl, written through RunDir."""
-    run = RunDir(path)
-    run.create("kernel: demo\n", {"objective_columns": list(columns), "seed": 0})
-    for r in rows:
-        run.append(TrialRecord(candidate_id=r["candidate_id"], generation=r.get("generation", 0),
-                               config=r.get("config", {}), acf=r.get("acf"), is_baseline=r.get("is_baseline", False),
-                               status=r.get("status", "ok"), values=r["values"], error=r.get("error", "")))
-    return path
 
 
 @pytest.fixture

@@ -13,8 +13,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from paretotune.records import TrialRecord
+from paretotune.records import Candidate, TrialRecord
 from paretotune.store import RunDir
+from paretotune.store.checkpoint import Checkpointer
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "configs" / "quickstart.yaml"
@@ -48,15 +49,29 @@ def quickstart_copy(quickstart_run: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(quickstart_run, tmp_path / "run"))
 
 
+class _NoEngine:
+    def save(self, path: str) -> bool:
+        return False
+
+
 def write_run(path: Path, columns: Sequence[dict[str, str]], rows: Sequence[dict[str, Any]],
-              meta: dict[str, Any] | None = None, campaign_text: str = "kernel: demo\n") -> Path:
-    """A synthetic run directory written through RunDir, as the campaign loop writes it."""
+              meta: dict[str, Any] | None = None, campaign_text: str | None = None) -> Path:
+    """A synthetic run directory written through RunDir and the Checkpointer, as the campaign loop writes it
+    (every reader checks the records against the checkpoint and the campaign copy's fields): candidate 0 first,
+    ids missing below the highest are in flight; the campaign copy is configs/quickstart.yaml by default."""
     run = RunDir(path)
-    run.create(campaign_text, {"objective_columns": list(columns), "seed": 0, **(meta or {})})
+    run.create(QUICKSTART.read_text() if campaign_text is None else campaign_text,
+               {"objective_columns": list(columns), "seed": 0, **(meta or {})})
     for r in rows:
         run.append(TrialRecord(candidate_id=r["candidate_id"], generation=r.get("generation", 0),
                                config=r.get("config", {}), acf=r.get("acf"), is_baseline=r.get("is_baseline", False),
                                status=r.get("status", "ok"), values=r.get("values", {}), error=r.get("error", "")))
+    ids = {r["candidate_id"] for r in rows}
+    if ids - {0}:
+        top = max(ids)
+        in_flight = tuple(Candidate(candidate_id=i, generation=1, config={}) for i in range(1, top) if i not in ids)
+        Checkpointer(path).commit(_NoEngine(), next_id=top + 1, evaluated=len(ids - {0}), generation=1,
+                                  elapsed_s=0.0, pending=in_flight)
     return path
 
 

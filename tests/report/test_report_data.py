@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -163,7 +162,7 @@ def test_failures_and_constant_columns(tmp_path: Path) -> None:
             {"candidate_id": 1, "values": {"spill_bytes": 0, "registers": 64, "occupancy": 50}},
             {"candidate_id": 2, "values": {"spill_bytes": 0, "registers": 64, "occupancy": 50}},
             {"candidate_id": 3, "values": {"spill_bytes": 0, "registers": 255, "occupancy": 12.5}},
-            {"candidate_id": 4, "values": {"spill_bytes": 0, "registers": math.nan, "occupancy": 50}},
+            {"candidate_id": 4, "values": {"spill_bytes": 0, "occupancy": 50}},
             {"candidate_id": 5, "status": "failed", "error": "ptxas: illegal control"}]
     data = load_report_data(write_run(tmp_path / "run", columns, rows))
     assert "spill_bytes = 0" in data.notes["constant"]
@@ -186,7 +185,8 @@ def test_many_objectives_cap_the_pairs(tmp_path: Path) -> None:
 
 def test_no_baseline_two_shapes(tmp_path: Path) -> None:
     columns = [column("runtime@a", shape="a"), column("runtime@b", shape="b")]
-    rows = [{"candidate_id": 1, "values": {"runtime@a": 1.0, "runtime@b": 2.0}},
+    rows = [{"candidate_id": 0, "is_baseline": True, "status": "failed", "error": "no GPU"},
+            {"candidate_id": 1, "values": {"runtime@a": 1.0, "runtime@b": 2.0}},
             {"candidate_id": 2, "values": {"runtime@a": 2.0, "runtime@b": 1.0}}]
     data = load_report_data(write_run(tmp_path / "run", columns, rows))
     assert data.shapes is None and "no successful baseline" in data.notes["shapes"]

@@ -122,6 +122,15 @@ def test_campaigns_naming_a_network_endpoint_are_refused(client: TestClient, cha
     assert client.get("/campaigns").json() == {"campaigns": []}
 
 
+@pytest.mark.parametrize("name", ["../../../tmp/x", "/etc/passwd", "a\x00b", "two\nlines", ".."])
+def test_a_name_that_cannot_name_a_folder_is_refused(client: TestClient, name: str) -> None:
+    """The CLI's name rule (campaign/schema.py): a client chooses the name, never where anything is written."""
+    status, body = _post(client, _campaign(name=name))
+    assert status == 422, body
+    assert body["detail"]["field"] == "name" and "must not contain" in body["detail"]["error"], body
+    assert client.get("/campaigns").json() == {"campaigns": []}
+
+
 def test_ray_only_with_the_operators_address(client: TestClient, tmp_path: Path) -> None:
     status, body = _post(client, _campaign(execution={"backend": "ray"}))
     assert status == 422 and body["detail"]["field"] == "execution.backend", body

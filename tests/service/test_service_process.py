@@ -133,6 +133,42 @@ def test_fifty_billion_laughs_leave_healthz_answering(server: Server) -> None:
     assert server.client.get("/campaigns").json() == {"campaigns": []}
 
 
+def _children(pid: int, marker: str) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                cmdline = (entry / "cmdline").read_bytes()
+            except (OSError, IndexError):
+                continue
+            if ppid == pid and marker.encode() in cmdline:
+                out.append(int(entry.name))
+    return out
+
+
+def test_the_default_checkers_follow_the_cores(start_server: Callable[..., Server]) -> None:
+    """The 2026-12-01 audit: one checker by default, whatever the machine. Now one per usable core (at most
+    8): a burst of slow checks (each imports the kernel, then refuses a shape key) starts that many."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    cores = min(8, len(os.sched_getaffinity(0)))
+    server = start_server()
+    data = yaml.safe_load(small_campaign())
+    data["shapes"] = [{"name": "w", "M": 64, "N": 64, "dtyp": "float16"}]
+    body = yaml.safe_dump(data)
+
+    def post(_: int) -> int:
+        with httpx.Client(base_url=server.url, timeout=120) as c:
+            return c.post("/campaigns", content=body, headers={"content-type": "application/yaml"}).status_code
+
+    with ThreadPoolExecutor(2 * cores) as pool:
+        statuses = list(pool.map(post, range(2 * cores)))
+    assert statuses == [422] * (2 * cores), statuses
+    assert len(_children(server.proc.pid, "paretotune.service.check_worker")) == cores
+
+
 def test_second_server_on_one_workdir_refuses_to_start(start_server: Callable[..., Server], tmp_path: Path) -> None:
     workdir = tmp_path / "work"
     first = start_server(workdir=workdir)

@@ -1,5 +1,7 @@
 """A damaged run directory is refused by every command that reads one: exit code 2, one line on stderr naming
-the file, no traceback, and the directory left exactly as it was (hashed before and after).
+the file, no traceback, and the directory left exactly as it was (hashed before and after). Every command
+reads through one reader (paretotune.front.open_run), so the answer is the same for all of them; a torn last
+line is refused until ``resume`` repairs it.
 
 One real CPU run (quickstart softmax, CompileIQ ACFs, real ptxas; one generation of 9) is made once per module;
 each case copies it, damages one thing and runs a command in-process through the CLI's ``main()`` (a few
@@ -132,6 +134,31 @@ def _torn_and_duplicated(run: Path) -> None:
     (run / RESULTS).write_text("".join(lines + [lines[3], lines[4][:40]]))
 
 
+def _cut_bytes(n: int) -> Callable[[Path], None]:
+    def damage(run: Path) -> None:
+        data = (run / RESULTS).read_bytes()
+        (run / RESULTS).write_bytes(data[:-n])
+    return damage
+
+
+def _append(data: bytes) -> Callable[[Path], None]:
+    def damage(run: Path) -> None:
+        with open(run / RESULTS, "ab") as fh:
+            fh.write(data)
+    return damage
+
+
+def _raw_value(index: int, column: str, literal: str) -> Callable[[Path], None]:
+    """Set one objective value of results line ``index`` to a JSON literal Python's json reads (NaN, Infinity)."""
+    def damage(run: Path) -> None:
+        lines = _lines(run)
+        row = json.loads(lines[index])
+        row[column] = 0.125
+        lines[index] = json.dumps(row).replace(": 0.125", f": {literal}") + "\n"
+        (run / RESULTS).write_text("".join(lines))
+    return damage
+
+
 # case -> (damage, what the error line must contain)
 DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
     "results_not_utf8": (lambda r: (r / RESULTS).write_bytes((r / RESULTS).read_bytes()[:100] + b"\xff\xfe"
@@ -167,14 +194,29 @@ DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
     "error_a_number": (_edit_row(4, error=3), "'error' must be a string"),
     "extra_not_json": (_edit_row(4, extra="{oops"), "'extra' must be a JSON object as text"),
     "stages_a_list": (_edit_row(4, stages="[1]"), "'stages' must be a JSON object as text"),
-    "objective_value_a_string": (_edit_row(5, registers="many"), "'registers' must be a number or null"),
-    "objective_value_a_bool": (_edit_row(5, spill_bytes=True), "'spill_bytes' must be a number or null"),
+    "objective_value_a_string": (_edit_row(5, registers="many"), "'registers' must be a finite number or null"),
+    "objective_value_a_bool": (_edit_row(5, spill_bytes=True), "'spill_bytes' must be a finite number or null"),
     "objective_value_a_list": (_edit_row(5, theoretical_occupancy=[1]),
-                               "'theoretical_occupancy' must be a number or null"),
+                               "'theoretical_occupancy' must be a finite number or null"),
     "line_duplicated": (_duplicate(3), "candidate 3 is stored twice"),
     "baseline_duplicated": (_duplicate(0), "candidate 0 is stored twice"),
     "id_reused_by_another_line": (_edit_row(6, candidate_id=5), "candidate 5 is stored twice"),
     "duplicated_then_torn": (_torn_and_duplicated, "candidate 3 is stored twice"),
+    # the 2026-12-01 audit's: a told record cut short (its line torn), garbage appended with or without a newline
+    "last_200_bytes_cut": (_cut_bytes(200), "does not match"),
+    "garbage_appended": (_append(b"garbage {{{"), ":12: corrupt results line"),
+    "garbage_line_appended": (_append(b"garbage {{{\n"), ":12: corrupt results line"),
+    "objective_value_nan": (_raw_value(5, "registers", "NaN"), "'registers' must be a finite number or null"),
+    "objective_value_infinity": (_raw_value(5, "spill_bytes", "-Infinity"), "'spill_bytes' must be a finite"),
+    "results_missing_checkpoint_counts": (lambda r: (r / RESULTS).unlink(), "does not match"),
+    "results_empty_checkpoint_counts": (lambda r: (r / RESULTS).write_bytes(b""), "does not match"),
+    "a_told_line_removed": (lambda r: (r / RESULTS).write_text("".join(_lines(r)[:4] + _lines(r)[5:])),
+                            "does not match"),
+    "checkpoint_a_json_list": (_replace_file("checkpoint.json", b"[1]"), "unreadable loop checkpoint"),
+    "checkpoint_not_utf8": (_replace_file("checkpoint.json", b"\xff"), "unreadable loop checkpoint"),
+    "checkpoint_a_directory": (_replace_file("checkpoint.json", kind="dir"), "unreadable loop checkpoint"),
+    "checkpoint_wrong_fields": (_replace_file("checkpoint.json", b'{"seq": "x"}'), "unreadable loop checkpoint"),
+    "checkpoint_missing_after_generations": (lambda r: (r / "checkpoint.json").unlink(), "but the run has no"),
     "run_json_missing": (lambda r: (r / META).unlink(), "no run.json"),
     "run_json_not_json": (_replace_file(META, b"{not json"), "not valid JSON"),
     "run_json_empty": (_replace_file(META, b""), "not valid JSON"),
@@ -200,6 +242,9 @@ DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
     "campaign_copy_a_directory": (_replace_file(CAMPAIGN, kind="dir"), "not a regular file"),
     "campaign_copy_not_utf8": (_replace_file(CAMPAIGN, b"name: \xff\xfe\n"), "not UTF-8"),
     "campaign_copy_a_fifo": (_replace_file(CAMPAIGN, kind="fifo"), "not a regular file"),
+    "campaign_copy_not_yaml": (_replace_file(CAMPAIGN, b"name: [unclosed\n"), "campaign.yaml:2: not valid YAML"),
+    "campaign_copy_cut_short": (_replace_file(CAMPAIGN, b"name: quickstart\n"),
+                                "campaign.yaml: kernel: required field is missing"),
 }
 
 
@@ -274,16 +319,35 @@ def test_resume_leaves_results_alone_when_it_refuses(base_run: Path, tmp_path: P
     assert (run / RESULTS).read_bytes() == before
 
 
+READERS = ["front", "front-json", "report", "export", "validate"]
+
+
+def test_a_torn_last_line_is_refused_until_resume_repairs_it(base_run: Path, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A crash mid-append leaves a record's beginning without its newline (the loop commits after appending, so
+    no checkpoint counts that record). The audit: front, report and export counted the records before it and
+    exited 0. Now every reader refuses the stopped run naming the line and 'paretotune resume'; resume cuts the
+    line off and every reader accepts the run again."""
+    run = Path(shutil.copytree(base_run, tmp_path / "run"))
+    whole = (run / RESULTS).read_bytes()
+    n = len(_lines(run)) + 1
+    _append(_lines(run)[4][:60].encode())(run)
+    before = tree_digest(run)
+    for command in READERS:
+        code = main(_commands(run, base_run.parent / "quickstart-small.yaml")[command])
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(lines) == 1, (command, lines)
+        assert f"{run / RESULTS}:{n}: the last line is torn" in lines[0], lines[0]
+        assert f"'paretotune resume {run}' repairs it" in lines[0], lines[0]
+    assert tree_digest(run) == before
+    assert main(["resume", str(run), "--quiet"]) == 0, capsys.readouterr().err
+    assert (run / RESULTS).read_bytes() == whole
+    for command in READERS[:-1]:  # validate needs a GPU
+        assert main(_commands(run, base_run.parent / "quickstart-small.yaml")[command]) == 0, command
+
+
 # files only some commands read: (damage, commands that must refuse it, what the line must contain)
 PARTIAL: dict[str, tuple[Callable[[Path], None], tuple[str, ...], str]] = {
-    "checkpoint_a_json_list": (_replace_file("checkpoint.json", b"[1]"), ("resume", "run-resume"),
-                               "unreadable loop checkpoint"),
-    "checkpoint_not_utf8": (_replace_file("checkpoint.json", b"\xff"), ("resume", "run-resume"),
-                            "unreadable loop checkpoint"),
-    "checkpoint_a_directory": (_replace_file("checkpoint.json", kind="dir"), ("resume", "run-resume"),
-                               "unreadable loop checkpoint"),
-    "checkpoint_wrong_fields": (_replace_file("checkpoint.json", b'{"seq": "x"}'), ("resume", "run-resume"),
-                                "unreadable loop checkpoint"),
     "validation_csv_a_directory": (lambda r: (r / "validation.csv").mkdir(), ("report",), "not a regular file"),
     "validation_csv_not_utf8": (lambda r: (r / "validation.csv").write_bytes(b"\xff\xfe,\n"), ("report",),
                                 "not a readable CSV"),

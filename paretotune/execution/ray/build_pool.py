@@ -58,6 +58,9 @@ class RayBuildPool:
     def start(self) -> None:
         """Nothing to do ahead: an actor starts with its first call (:meth:`ActorSet.warm` would start all)."""
 
+    def kernel_checked(self) -> None:
+        """Nothing to open: actors start after the campaign's checks."""
+
     def run(self, candidates: Sequence[Candidate] | Feed) -> Iterator[TrialRecord]:
         """Yield one record per candidate as each finishes (order not kept), like ``WorkerPool.run``."""
         if isinstance(candidates, Feed):
