@@ -31,10 +31,10 @@ from pathlib import Path
 PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
 
 
-def group_members(pgid: int, *, zombies: bool = True) -> list[int]:
-    """Processes of process group ``pgid``, from /proc; zombies too unless told (one not yet reaped still holds
-    its pid and group id)."""
-    members = []
+def process_table() -> list[tuple[int, str, int, int, int]]:
+    """(pid, state, parent pid, process group, session) of every process, from /proc (``stat``'s fields after
+    the command name, which may itself hold spaces and parentheses)."""
+    rows = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -42,9 +42,14 @@ def group_members(pgid: int, *, zombies: bool = True) -> list[int]:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if int(fields[2]) == pgid and (zombies or fields[0] != "Z"):
-            members.append(int(entry.name))
-    return members
+        rows.append((int(entry.name), fields[0], int(fields[1]), int(fields[2]), int(fields[3])))
+    return rows
+
+
+def group_members(pgid: int, *, zombies: bool = True) -> list[int]:
+    """Processes of process group ``pgid``; zombies too unless told (one not yet reaped still holds its pid and
+    group id)."""
+    return [pid for pid, state, _, group, _ in process_table() if group == pgid and (zombies or state != "Z")]
 
 
 def kill_group(pgid: int | None, sig: int = signal.SIGKILL, wait_s: float = 0.0) -> None:
@@ -80,19 +85,9 @@ def kill_own_group_when_closed(fd: int) -> None:
 
 
 def children(pid: int | None = None, *, zombies: bool = False) -> list[int]:
-    """The child processes of ``pid`` (default: this process), from /proc; zombies only if asked."""
+    """The child processes of ``pid`` (default: this process); zombies only if asked."""
     pid = os.getpid() if pid is None else pid
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[1]) == pid and (zombies or fields[0] != "Z"):
-            out.append(int(entry.name))
-    return out
+    return [child for child, state, parent, _, _ in process_table() if parent == pid and (zombies or state != "Z")]
 
 
 def _multiprocessing_helpers() -> set[int]:

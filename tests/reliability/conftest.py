@@ -68,16 +68,7 @@ def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes of a process group, from /proc."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            out.append(int(entry.name))
-    return out
+    """Live (non-zombie) processes of a process group."""
+    from paretotune.processes import group_members as members
+
+    return members(pgid, zombies=False)

@@ -29,18 +29,10 @@ SPEC = "from paretotune.kernels.bundled.softmax import triton_softmax as spec\n"
 
 
 def session_members(sid: int) -> list[int]:
-    """Live (non-zombie) processes of session ``sid``, from /proc."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[3]) == sid and fields[0] != "Z":
-            out.append(int(entry.name))
-    return out
+    """Live (non-zombie) processes of session ``sid``."""
+    from paretotune.processes import process_table
+
+    return [pid for pid, state, _, _, session in process_table() if session == sid and state != "Z"]
 
 
 def campaign_with_kernel(folder: Path, source: str, **search: int) -> Path:
