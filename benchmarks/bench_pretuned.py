@@ -149,7 +149,7 @@ def versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {"python": platform.python_version()}
-    for dist in ("helion", "torch", "triton", "compileiq"):
+    for dist in ("helion", "torch", "triton", "compileiq", "nvidia-cuda-nvcc"):
         try:
             out[dist] = version(dist)
         except PackageNotFoundError:

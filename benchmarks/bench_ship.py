@@ -48,7 +48,6 @@ import importlib.util
 import json
 import math
 import os
-import platform
 import random
 import shutil
 import subprocess
@@ -59,6 +58,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_pretuned import gpu_name, versions  # noqa: E402
 
 from paretotune.kernels.sweeps import SWEEPS  # noqa: E402
 from paretotune.kernels.workloads import TOLERANCES  # noqa: E402
@@ -247,26 +249,6 @@ def finish(record: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- the per-kernel pipeline ----------------------------------------------------------------------------------
-
-def gpu_name() -> str:
-    try:
-        return subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                              text=True, timeout=30).stdout.strip() or "unknown"
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown (no nvidia-smi)"
-
-
-def versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"python": platform.python_version()}
-    for dist in ("helion", "torch", "triton", "compileiq", "nvidia-cuda-nvcc"):
-        try:
-            out[dist] = version(dist)
-        except PackageNotFoundError:
-            out[dist] = "not installed"
-    return out
-
 
 def run_kernel(kernel: str, args: argparse.Namespace, workloads: Path, deadline: float, record: dict[str, Any],
                save: Any) -> dict[str, Any]:
