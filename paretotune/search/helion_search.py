@@ -16,8 +16,12 @@ no-ops: the search ranks by paretotune's measurement.
 The bridge. Each round of a Helion search runs in its own thread, in strict alternation with the caller (a
 coroutine): ``ask`` lets it run until it calls ``benchmark`` (a batch: the proposals ``ask`` returns) or ends;
 ``tell`` records scores; once a batch is told in full, the next ``ask`` lets the search go on. Nothing runs
-concurrently with paretotune's code, so Helion's global ``random`` state (seeded from the round's seed) and the
-target's device features are swapped in and out at each hand-over, and nothing else disturbs them. A point
+concurrently with paretotune's code, so Helion's global ``random`` state (seeded from the round's seed), the
+target's device features and the process environment are swapped in and out at each hand-over, and nothing else
+disturbs them. (Helion's ``autotune`` patches ``os.environ`` for its whole run, ``TRITON_STORE_BINARY_ONLY=1``
+among it: left in place while a round waits for scores, every Triton compile of the process, and every worker it
+starts, would cache kernels without their PTX, and the patch's exit would restore an environment older than the
+caller's.) A point
 measured before (the baseline, an earlier round's result) is answered inside the thread, never built again.
 
 Islands and rounds. ``islands`` searches run side by side with their own seeds. The first leads: ``ask`` hands
@@ -45,6 +49,7 @@ import contextlib
 import json
 import logging
 import math
+import os
 import random
 import threading
 import time
@@ -122,6 +127,8 @@ class _Round:
         self._thread: threading.Thread | None = None
         self._rng: Any = None
         self._outer_rng: Any = None
+        self._env: dict[str, str] = {}
+        self._outer_env: dict[str, str] = {}
         self._ctx: contextlib.ExitStack | None = None
 
     # -- the caller's side --
@@ -168,12 +175,15 @@ class _Round:
                 self._cv.notify_all()
 
     def _enter(self, first: bool = False) -> None:
-        """The search's side of a hand-over: its random state and the target's device features in place."""
+        """The search's side of a hand-over: its random state, environment and the target's device features in
+        place."""
         self._outer_rng = random.getstate()
+        self._outer_env = dict(os.environ)
         if first:
             random.seed(self.plan.seed)
         else:
             random.setstate(self._rng)
+            _set_environ(self._env)
         self._ctx = contextlib.ExitStack()
         self._ctx.enter_context(self.engine.native.context())
 
@@ -183,6 +193,8 @@ class _Round:
         self._ctx = None
         self._rng = random.getstate()
         random.setstate(self._outer_rng)
+        self._env = dict(os.environ)
+        _set_environ(self._outer_env)
 
     def call(self, configs: Sequence[Any]) -> list[Score]:
         """A ``benchmark`` call of the search: its scores, from the log, from what is known, or told."""
@@ -212,11 +224,20 @@ class _Round:
                 self._turn = "main"
                 self._cv.notify_all()
                 self._cv.wait_for(lambda: self._turn == "helion")
+            self._enter()  # before a stop too: Helion's exits (its environment patch among them) run on its own state
             if self._stop:
                 raise _Stop
-            self._enter()
             self.current = None
         return [i.score for i in items]  # type: ignore[misc]
+
+
+def _set_environ(values: Mapping[str, str]) -> None:
+    """Make ``os.environ`` equal ``values``, touching only what differs."""
+    for name in [n for n in os.environ if n not in values]:
+        del os.environ[name]
+    for name, value in values.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
 
 
 def _encode(score: Any) -> Any:

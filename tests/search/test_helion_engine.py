@@ -251,3 +251,25 @@ def test_a_checkpoint_that_does_not_replay_starts_the_search_afresh(tmp_path: Pa
     again, again_inner, _ = engine(scale_rows())
     with pytest.warns(RuntimeWarning, match="cannot replay"), pytest.raises(NotImplementedError):
         again.restore(str(tmp_path / "engine.json"))
+
+
+def test_a_waiting_round_leaves_the_callers_environment_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Helion's autotune patches os.environ for its whole run (helion 1.5.1: TRITON_STORE_BINARY_ONLY=1, which
+    makes every Triton compile of the process cache kernels without their PTX). While a round waits for scores the
+    caller sees its own environment, what it sets meanwhile survives the round's end, and the round sees its own."""
+    import os
+
+    monkeypatch.delenv("TRITON_STORE_BINARY_ONLY", raising=False)
+    before = dict(os.environ)
+    eng, inner, _ = engine(scale_rows())
+    loop = Loop(eng)
+    loop.run(3)  # the round is parked mid-search, in Helion's autotune
+    assert inner.rounds and not inner.rounds[0].done
+    assert dict(os.environ) == before
+    assert inner.rounds[0]._env.get("TRITON_STORE_BINARY_ONLY") == "1"  # what Helion set, kept for its own turns
+    monkeypatch.setenv("PARETOTUNE_TEST_SET_WHILE_PARKED", "1")
+    loop.run(40)
+    assert os.environ.get("PARETOTUNE_TEST_SET_WHILE_PARKED") == "1"
+    inner.close()  # the stop unwinds Helion's patch on the round's own environment
+    assert "TRITON_STORE_BINARY_ONLY" not in os.environ
+    assert os.environ.get("PARETOTUNE_TEST_SET_WHILE_PARKED") == "1"

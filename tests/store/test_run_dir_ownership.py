@@ -91,7 +91,7 @@ def test_a_failed_baseline_leaves_no_half_made_run(tmp_path: Path, existing: boo
     if existing:
         out.mkdir()
     line = refused(["run", str(campaign), "--out", str(out), "--quiet"], capsys)
-    assert "the baseline (default config, no ACF) failed" in line and "nothing was kept" in line
+    assert "the baseline (the spec's default, no ACF) failed" in line and "nothing was kept" in line
     if existing:
         assert [p.name for p in out.iterdir() if p.name != ".lock"] == []
     else:
