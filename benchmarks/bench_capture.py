@@ -160,6 +160,25 @@ def program_json(stdout: str) -> dict[str, Any] | None:
     return None
 
 
+def profile_top(profile: Path, text: Path, rows: int = 30) -> list[dict[str, Any]]:
+    """The functions with the most time of their own in a cProfile'd capture (and the capture's own share)."""
+    import io
+    import pstats
+
+    buffer = io.StringIO()
+    stats = pstats.Stats(str(profile), stream=buffer)
+    stats.sort_stats("tottime").print_stats(rows)
+    text.write_text(buffer.getvalue())
+    top = []
+    for (file, line, func), (_cc, calls, own, cumulative, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        top.append({"function": f"{Path(file).name}:{line}:{func}", "calls": calls, "own_s": round(own, 4),
+                    "cumulative_s": round(cumulative, 4), "capture": "paretotune" in file})
+    top.sort(key=lambda r: -r["own_s"])
+    capture_own = sum(r["own_s"] for r in top if r["capture"])
+    return [{"capture_own_s": round(capture_own, 4), "total_own_s": round(sum(r["own_s"] for r in top), 4)},
+            *top[:rows]]
+
+
 def last_error(log: Path) -> str:
     lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip() and "Warning" not in ln]
     return lines[-1][:300] if lines else ""
@@ -183,26 +202,40 @@ def part_overhead(ctx: dict[str, Any], res: Results, deadline: float) -> None:
             continue
         work = ctx["work"] / f"overhead_{name}"
         folder = work / "cap"
-        commands = {"warm": [sys.executable, *program],  # fills Triton's cache: the next two compile nothing
+        profile = work / "profile.pstats"
+        commands = {"warm": [sys.executable, *program],  # fills Triton's cache: the next ones compile nothing
                     "captured": cli("capture", "--out", str(folder), *ctx["capture_args"], "--", "python", *program),
+                    # every call timed (the sampling off): what the events cost on top of the rest
+                    "captured_all": cli("capture", "--out", str(work / "cap_all"), "--timing", "all", "--no-check",
+                                        "--", "python", *program),
                     "plain": [sys.executable, *program]}
+        if ctx["profile"]:  # where a captured step's time goes (cProfile's own cost inflates every Python call)
+            commands["profiled"] = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m",
+                                    "paretotune.capturing.run_program", "--out", str(work / "cap_profiled"), "--",
+                                    *program]
         done: dict[str, dict[str, Any]] = {}
         for i, (key, cmd) in enumerate(commands.items()):  # each gets its share of the time left for this program
-            runs_left = 3 * len(programs) - (3 * p + i)
+            runs_left = len(commands) * (len(programs) - p) - i
             cap = max(60.0, (deadline - time.monotonic()) / runs_left)  # a cold start must finish: it may overrun
             done[key] = run(cmd, cwd=ctx["work"], env=ctx["env"], log=work / f"{key}.log", cap_s=cap)
-        warm, captured, plain = done["warm"], done["captured"], done["plain"]
-        timed = {k: program_json(r["stdout"]) for k, r in (("warm", warm), ("captured", captured), ("plain", plain))}
+        timed = {k: program_json(r["stdout"]) or {} for k, r in done.items()}
+        captured, plain = done["captured"], done["plain"]
         row: dict[str, Any] = {"program": name, "command": " ".join(program),
                                "plain_rc": plain["rc"], "captured_rc": captured["rc"],
-                               "plain_median_ms": (timed["plain"] or {}).get("median_ms"),
-                               "warm_plain_median_ms": (timed["warm"] or {}).get("median_ms"),
-                               "captured_median_ms": (timed["captured"] or {}).get("median_ms"),
+                               "plain_median_ms": timed["plain"].get("median_ms"),
+                               "warm_plain_median_ms": timed["warm"].get("median_ms"),
+                               "captured_median_ms": timed["captured"].get("median_ms"),
+                               "captured_all_median_ms": timed["captured_all"].get("median_ms"),
+                               "profiled_median_ms": timed.get("profiled", {}).get("median_ms"),
                                "plain_process_s": plain["wall_s"], "capture_command_s": captured["wall_s"],
                                "kernels_captured": len(capture_rows(folder))}
-        if row["plain_median_ms"] and row["captured_median_ms"]:
-            row["step_overhead"] = round(row["captured_median_ms"] / row["plain_median_ms"] - 1, 4)
-        rows.append(row)
+        for key in ("captured", "captured_all"):
+            if row["plain_median_ms"] and row[f"{key}_median_ms"]:
+                row[f"{key}_overhead"] = round(row[f"{key}_median_ms"] / row["plain_median_ms"] - 1, 4)
+        row["step_overhead"] = row.get("captured_overhead")
+        if profile.is_file():
+            row["profile_top"] = profile_top(profile, work / "profile_top.txt")
+        rows.append({k: v for k, v in row.items() if k != "profile_top"})  # the profile: in the JSON only
         res.append("overhead", "programs", row)
         res.table("overhead.csv", rows)
         if name == "liger_step":
@@ -413,6 +446,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/bench_capture")))
     parser.add_argument("--parts", default="overhead,liger,helion")
+    parser.add_argument("--profile", action="store_true",
+                        help="overhead: also run each program's capture under cProfile (profile_top.txt)")
     parser.add_argument("--budget-s", type=float, default=420.0, help="wall time for all parts of this call")
     parser.add_argument("--examples", type=Path, default=ROOT / ".workloads" / "helion-examples")
     parser.add_argument("--jobs", type=int, default=8, help="Helion examples (and their campaigns) at once")
@@ -450,7 +485,7 @@ def main() -> int:
         liger = {**liger, "available": False, "why_not": "Liger's kernels fail under TRITON_INTERPRET (smoke)"}
     ctx: dict[str, Any] = {
         "work": work, "env": env, "run_env": run_env, "liger": liger, "examples": args.examples.resolve(),
-        "jobs": args.jobs,
+        "jobs": args.jobs, "profile": args.profile,
         "example_s": args.example_s, "campaign_s": args.campaign_s, "max_examples": args.max_examples,
         "capture_share": args.capture_share, "captures": args.captures.resolve() if args.captures else None,
         "top": args.top, "liger_parallel": args.liger_parallel, "rounds": args.rounds,

@@ -134,22 +134,25 @@ class Capture:
 
 @contextlib.contextmanager
 def capture(out: str | Path, *, values: bool | list[str] = False, shapes: int = 3, generations: int = 2,
-            wall_clock_s: float | None = None, check: bool = True) -> Iterator[Capture]:
+            wall_clock_s: float | None = None, check: bool = True, timing: str = "sampled") -> Iterator[Capture]:
     """Record every Triton and Helion kernel call made inside the block, then write ``out``'s ranked summary
     and one campaign per kernel (as ``paretotune capture``; ``values``: save first-call tensors, for all
-    kernels or the named ones). Kernels defined in a notebook cell have no file and are listed, not tuned."""
+    kernels or the named ones; ``timing``: "sampled" or "all" calls' GPU time). Kernels defined in a notebook
+    cell have no file and are listed, not tuned."""
     import os
 
     from paretotune.capturing import hooks
-    from paretotune.capturing.recorder import Recorder
+    from paretotune.capturing.recorder import TIMING, Recorder
     from paretotune.commands.capture import campaign_options, finish, prepare_out
 
     options = campaign_options(shapes, generations, wall_clock_s)
+    if timing not in TIMING:
+        raise UserError(f"capture: timing: {timing!r} is not one of {', '.join(TIMING)}")
     folder = Path(out)
     prepare_out(folder)
     main_file = getattr(sys.modules.get("__main__"), "__file__", None)
     dirs = [os.getcwd()] + ([os.path.dirname(os.path.abspath(main_file))] if main_file else [])
-    recorder = Recorder(values=values, values_dir=folder, program_dirs=dirs)
+    recorder = Recorder(values=values, values_dir=folder, program_dirs=dirs, timing=timing)
     result = Capture(folder)
     hooks.install(recorder)
     status = 0

@@ -18,6 +18,7 @@ from typing import Any
 
 ALIGN = 256  # bytes: a rebuilt storage starts at this alignment, like the CUDA caching allocator's blocks
 SCALARS = (bool, int, float, str)
+_Tensor: Any = None  # torch.Tensor, looked up on the first key (importing this module does not import torch)
 
 
 class Undescribable(ValueError):
@@ -26,12 +27,17 @@ class Undescribable(ValueError):
 
 def leaf_key(x: Any) -> Hashable:
     """A cheap hashable key of one argument for telling signatures apart on every call: a tensor's dtype,
-    shape, strides, device and 16-byte alignment (what Triton specializes on), a scalar's type and value."""
-    import torch
+    shape, strides, device and 16-byte alignment (what Triton specializes on), a scalar's type and value.
+    Every call of a captured kernel pays for this (``get_device`` and ``is_meta`` cost a third of ``device``)."""
+    global _Tensor
+    if _Tensor is None:
+        import torch
 
-    if isinstance(x, torch.Tensor):
-        return (x.dtype, x.shape, x.stride(), x.device, x.device.type == "meta" or x.data_ptr() % 16 == 0)
+        _Tensor = torch.Tensor
     kind = type(x)
+    if kind is _Tensor or isinstance(x, _Tensor):
+        meta = x.is_meta
+        return (x.dtype, x.shape, x.stride(), x.get_device(), meta, meta or x.data_ptr() % 16 == 0)
     if kind is float:
         return (kind, x if x == x else "nan")
     if x is None or kind in SCALARS:

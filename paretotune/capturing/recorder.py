@@ -4,9 +4,12 @@ the arguments' metadata, which arguments the call wrote, the config it ran with 
 Only the outermost kernel call is recorded: launches inside an ``@triton.autotune``'s benchmarking, inside
 ``@triton.heuristics`` or inside a Helion kernel's generated host code belong to the call that made them (a
 thread-local depth). The cost every call pays is a signature key (tensor dtype, shape, strides, device,
-alignment; scalars by value) and two CUDA events around each of its launches (Triton's launch hooks: compiling
-and Python's launch overhead are not GPU time), read lazily, never synchronizing; on the CPU (the Triton
-interpreter) wall time around the call instead. The first call of each signature also clones its tensor
+alignment; scalars by value). GPU time comes from two CUDA events around each launch of a timed call (Triton's
+launch hooks: compiling and Python's launch overhead are not GPU time), read lazily, never synchronizing, the
+events reused. ``timing="sampled"`` (the default) times the first :data:`TIME_FIRST` calls of each signature and
+then one call in :data:`SAMPLE_EVERY`, and scales each signature's measured time by calls / timed calls (the
+summary says how many were timed); ``"all"`` times every call. On the CPU (the Triton interpreter) wall time
+around every call instead. The first call of each signature also clones its tensor
 arguments to see which ones the call changed (written) and, for ``--values``, saves them; that call
 synchronizes (:mod:`.first_call`). A failure of the recorder's own code marks the kernel with the reason and
 never reaches the program; a call the kernel itself fails is re-raised untouched and not recorded.
@@ -31,6 +34,9 @@ FORMAT = "paretotune-capture/1"
 RECORD = "capture.json"  # what a capture folder's record is called
 MAX_SIGNATURES = 64  # per kernel; calls of further signatures are counted together (a seed that changes per call)
 DRAIN_AT = 512  # pending CUDA event pairs before the finished ones are read (never blocking)
+TIME_FIRST = 16  # calls of a signature timed before sampling starts
+SAMPLE_EVERY = 8  # then one call in this many is timed
+TIMING = ("sampled", "all")
 
 
 @dataclass
@@ -38,8 +44,17 @@ class Signature:
     """One distinct signature of a kernel: its calls, their time, and the first call's description."""
 
     calls: int = 0
-    time_ms: float = 0.0
+    time_ms: float = 0.0  # measured: the timed calls' time
+    timed: int = 0  # calls whose time is in time_ms
     doc: dict[str, Any] | None = None  # set once the first call finished
+
+    def estimate_ms(self) -> float:
+        """The signature's total time: measured, scaled from the timed calls to all of them."""
+        return self.time_ms * self.calls / self.timed if self.timed else 0.0
+
+    def due(self) -> bool:
+        """Is the next call one the sampled timing times?"""
+        return self.calls < TIME_FIRST or self.calls % SAMPLE_EVERY == 0
 
 
 @dataclass
@@ -58,10 +73,13 @@ class Recorder:
     """Collects the calls; :meth:`document` is the JSON the campaign writer reads (``capture.json``)."""
 
     def __init__(self, *, values: bool | Iterable[str] = False, values_dir: Path | None = None,
-                 program_dirs: Iterable[str] = ()) -> None:
+                 program_dirs: Iterable[str] = (), timing: str = "sampled") -> None:
         """``values``: save first-call tensors (all kernels, or those named) under ``values_dir/values/``;
         ``program_dirs``: the program's folder and working directory (modules from there are not importable
-        by a campaign, which names their files instead)."""
+        by a campaign, which names their files instead); ``timing``: "sampled" or "all" GPU calls timed."""
+        if timing not in TIMING:
+            raise ValueError(f"timing: {timing!r} is not one of {', '.join(TIMING)}")
+        self.timing = timing
         self.values = values if isinstance(values, bool) else frozenset(values)
         self.values_dir = values_dir
         self.program_dirs = tuple(program_dirs)
@@ -73,6 +91,8 @@ class Recorder:
         self._lock = threading.RLock()
         self._tls = threading.local()
         self._pending: deque[tuple[Signature, Any, Any]] = deque()
+        self._free_events: list[Any] = []  # read events, recorded again by later launches
+        self._event: Any = None  # torch.cuda.Event, looked up once
         self._timing_problem: str | None = None
 
     # -- entry points (the hooks) ------------------------------------------------------------------------------
@@ -114,7 +134,8 @@ class Recorder:
                 tls.frame = first
                 if launch_level:
                     first_call.note_launch(first, args, kwargs)
-            launches: list[list[Any]] | None = [] if cuda else None
+            timed = not cuda or self.timing == "all" or sig.due() or first is not None
+            launches: list[list[Any]] | None = [] if cuda and timed else None
             tls.launches = launches
             start = time.perf_counter()
             try:
@@ -126,7 +147,7 @@ class Recorder:
                 raise
             finally:
                 tls.frame = tls.launches = None
-            self._stop(record, sig, start, launches, first is not None)
+            self._stop(record, sig, start, launches, first is not None, timed)
             if first is not None:
                 try:
                     self._finish_first(record, sig, first, result)
@@ -197,9 +218,7 @@ class Recorder:
         if launches is None:
             return
         try:
-            import torch
-
-            event = torch.cuda.Event(enable_timing=True)
+            event = self._new_event()
             event.record()
             launches.append([event, None])
         except Exception:  # noqa: BLE001 - never fail a launch; that call goes untimed
@@ -211,24 +230,34 @@ class Recorder:
         if not launches or launches[-1][1] is not None:
             return
         try:
-            import torch
-
-            event = torch.cuda.Event(enable_timing=True)
+            event = self._new_event()
             event.record()
             launches[-1][1] = event
         except Exception:  # noqa: BLE001
             return
 
+    def _new_event(self) -> Any:
+        try:
+            return self._free_events.pop()
+        except IndexError:
+            if self._event is None:
+                import torch
+
+                self._event = torch.cuda.Event
+            return self._event(enable_timing=True)
+
     def _stop(self, record: KernelRecord, sig: Signature, start: float, launches: list[list[Any]] | None,
-              first: bool) -> None:
-        """Count the call and its time: wall time on the CPU, else the GPU time of its launches. On the first call
-        of an autotuned or Helion kernel only the last launch is the call's own (the ones before benchmarked
-        configs)."""
+              first: bool, timed: bool) -> None:
+        """Count the call and its time: wall time on the CPU, else the GPU time of its launches (a call the
+        sampling leaves out is only counted). On the first call of an autotuned or Helion kernel only the last
+        launch is the call's own (the ones before benchmarked configs)."""
         if launches is None:
             elapsed = (time.perf_counter() - start) * 1e3
             with self._lock:
                 sig.calls += 1
-                sig.time_ms += elapsed
+                if timed:
+                    sig.time_ms += elapsed
+                    sig.timed += 1
             return
         pairs = [(a, b) for a, b in launches if b is not None]
         if first and pairs and ("autotune" in record.info.layers or record.info.kind == "helion"):
@@ -237,6 +266,8 @@ class Recorder:
             sig.calls += 1
             if not pairs:
                 record.untimed_calls += 1
+            else:
+                sig.timed += 1
             self._pending.extend((sig, a, b) for a, b in pairs)
             if len(self._pending) >= DRAIN_AT:
                 self._drain(block=False)
@@ -250,6 +281,7 @@ class Recorder:
             if block:
                 end.synchronize()
             sig.time_ms += start.elapsed_time(end)
+            self._free_events += (start, end)
 
     # -- the first call of a signature --------------------------------------------------------------------------
     def _finish_first(self, record: KernelRecord, sig: Signature, frame: first_call.FirstCall, result: Any) -> None:
@@ -292,6 +324,7 @@ class Recorder:
         timing = sorted({t for r in self._records for t in r.timing})
         return {"format": FORMAT, "started": self.started, "duration_s": time.time() - self.started,
                 "timing": timing[0] if len(timing) == 1 else ("mixed" if timing else "none"),
+                "sampling": self.timing,
                 "timing_problem": self._timing_problem, "versions": _versions(), "kernels": kernels}
 
     def save(self, out: Path, program: dict[str, Any], status: Any) -> Path:
@@ -315,7 +348,7 @@ class Recorder:
     def _kernel_doc(self, record: KernelRecord) -> dict[str, Any]:
         info = record.info
         sigs = [s for s in record.signatures.values() if s.calls]
-        described = sorted((s for s in sigs if s.doc is not None), key=lambda s: -s.time_ms)
+        described = sorted((s for s in sigs if s.doc is not None), key=lambda s: -s.estimate_ms())
         problem = record.problem
         if problem is None and sigs and not described:
             problem = "no call of it finished being described"
@@ -326,11 +359,13 @@ class Recorder:
             "source": info.source, "problem": problem,
             "calls": sum(s.calls for s in sigs) + record.other.calls, "graph_calls": record.graph_calls,
             "untimed_calls": record.untimed_calls,
-            "time_ms": sum(s.time_ms for s in sigs) + record.other.time_ms,
+            "time_ms": sum(s.estimate_ms() for s in sigs) + record.other.estimate_ms(),
+            "timed_calls": sum(s.timed for s in sigs) + record.other.timed,
             "timing": sorted(record.timing),
-            "signatures": [{**s.doc, "calls": s.calls, "time_ms": s.time_ms} for s in described],
+            "signatures": [{**s.doc, "calls": s.calls, "timed_calls": s.timed, "time_ms": s.estimate_ms()}
+                           for s in described],
             "undescribed": {"signatures": len(undescribed), "calls": sum(s.calls for s in undescribed),
-                            "time_ms": sum(s.time_ms for s in undescribed)},
+                            "time_ms": sum(s.estimate_ms() for s in undescribed)},
         }
 
 

@@ -1,5 +1,5 @@
-"""The captured program's process: ``python -m paretotune.capturing.run_program --out DIR [--values[=K,..]] --
-(SCRIPT | -m MODULE) [ARGS]``.
+"""The captured program's process: ``python -m paretotune.capturing.run_program --out DIR [--values[=K,..]]
+[--timing=sampled|all] -- (SCRIPT | -m MODULE) [ARGS]``.
 
 The program runs as ``python SCRIPT ARGS`` would run it (``__main__``, ``sys.argv``, ``sys.path[0]`` its
 folder; ``-m``: the working directory) with the capture installed; its exit status is this process's. The
@@ -17,15 +17,16 @@ from typing import Any
 from paretotune.capturing import hooks
 from paretotune.capturing.recorder import Recorder
 
-def parse(argv: list[str]) -> tuple[Path, bool | list[str], str, str, list[str]]:
-    """(out, values, mode "path"|"module", target, program args) from this module's command line."""
+def parse(argv: list[str]) -> tuple[Path, bool | list[str], str, str, list[str], str]:
+    """(out, values, mode "path"|"module", target, program args, timing) from this module's command line."""
     if "--" not in argv:
-        raise SystemExit("usage: python -m paretotune.capturing.run_program --out DIR [--values[=K,...]] -- "
-                         "(SCRIPT | -m MODULE) [ARGS]")
+        raise SystemExit("usage: python -m paretotune.capturing.run_program --out DIR [--values[=K,...]] "
+                         "[--timing=sampled|all] -- (SCRIPT | -m MODULE) [ARGS]")
     split = argv.index("--")
     own, program = argv[:split], argv[split + 1:]
     out: Path | None = None
     values: bool | list[str] = False
+    timing = "sampled"
     i = 0
     while i < len(own):
         if own[i] == "--out":
@@ -34,6 +35,8 @@ def parse(argv: list[str]) -> tuple[Path, bool | list[str], str, str, list[str]]
             values, i = True, i + 1
         elif own[i].startswith("--values="):
             values, i = [k for k in own[i].partition("=")[2].split(",") if k], i + 1
+        elif own[i].startswith("--timing="):
+            timing, i = own[i].partition("=")[2], i + 1
         else:
             raise SystemExit(f"run_program: unknown option {own[i]!r}")
     if out is None or not program:
@@ -41,14 +44,14 @@ def parse(argv: list[str]) -> tuple[Path, bool | list[str], str, str, list[str]]
     if program[0] == "-m":
         if len(program) < 2:
             raise SystemExit("run_program: -m needs a module name")
-        return out, values, "module", program[1], program[2:]
-    return out, values, "path", program[0], program[1:]
+        return out, values, "module", program[1], program[2:], timing
+    return out, values, "path", program[0], program[1:], timing
 
 
 def main(argv: list[str]) -> None:
-    out, values, mode, target, args = parse(argv)
+    out, values, mode, target, args, timing = parse(argv)
     script_dir = os.path.dirname(os.path.abspath(target)) if mode == "path" else os.getcwd()
-    recorder = Recorder(values=values, values_dir=out, program_dirs=(script_dir, os.getcwd()))
+    recorder = Recorder(values=values, values_dir=out, program_dirs=(script_dir, os.getcwd()), timing=timing)
     program = {"argv": [target, *args] if mode == "path" else ["-m", target, *args], "cwd": os.getcwd(),
                "mode": mode}
     if mode == "path":

@@ -30,6 +30,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="save each signature's first-call tensors beside the campaigns and rebuild inputs "
                              "from them (for kernels whose correctness depends on value ranges); all kernels, "
                              "or the comma-separated kernel names")
+    parser.add_argument("--timing", choices=("sampled", "all"), default="sampled",
+                        help="GPU time of every call ('all'), or of each signature's first 16 calls and then one "
+                             "in 8, scaled to all its calls ('sampled', the default: cheaper for the program)")
     parser.add_argument("--shapes", type=int, default=3,
                         help="signatures per campaign, the most expensive first (default 3)")
     parser.add_argument("--generations", type=int, default=2, help="CompileIQ generations per campaign (default 2)")
@@ -47,7 +50,7 @@ def main(args: argparse.Namespace) -> int:
     values = [] if args.values is None else (["--values"] if args.values == "*" else [f"--values={args.values}"])
     created = prepare_out(args.out)
     command = [sys.executable, *flags, "-m", "paretotune.capturing.run_program", "--out", str(args.out), *values,
-               "--", *program]
+               f"--timing={args.timing}", "--", *program]
     code = _wait(subprocess.Popen(command))
     if not (args.out / RECORD).is_file():
         if created:

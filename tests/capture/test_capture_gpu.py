@@ -33,8 +33,19 @@ def test_gpu_capture_times_launches_and_its_campaign_runs(tmp_path: Path) -> Non
     assert set(kernels) == {"scale_add", "row_rms_norm", "relu_"}
     for kernel in kernels.values():
         assert kernel["calls"] == 100 and kernel["untimed_calls"] == 0
+        assert kernel["timed_calls"] == 16 + len(range(16, 100, 8)) == 27  # sampled: the first 16, then 1 in 8
         # 100 launches of kernels of a few microseconds: a compile (>= 50 ms) counted would dwarf this
         assert 0 < kernel["time_ms"] < 20, kernel
+    assert "GPU times of 81 of 300 calls" in done.stdout
+    every = subprocess.run([sys.executable, "-m", "paretotune.cli", "capture", "--out", "cap_all", "--timing", "all",
+                            "--no-check", "--", "python", str(LOOP), "--iters", "100", "--warmup", "0"],
+                           cwd=tmp_path, env={**env, "TRITON_CACHE_DIR": str(cache)}, capture_output=True, text=True,
+                           timeout=600)
+    assert every.returncode == 0, every.stderr
+    for kernel in json.loads((tmp_path / "cap_all" / "capture.json").read_text())["kernels"]:
+        assert kernel["timed_calls"] == kernel["calls"] == 100
+        sampled = kernels[kernel["name"]]["time_ms"]  # the scaled estimate agrees with timing every call
+        assert 0.5 < sampled / kernel["time_ms"] < 2, (kernel["name"], sampled, kernel["time_ms"])
     campaign = yaml.safe_load((tmp_path / "cap" / "scale_add.yaml").read_text())
     assert campaign["objectives"] == ["runtime"]
     run = subprocess.run([sys.executable, "-m", "paretotune.cli", "run", str(tmp_path / "cap" / "scale_add.yaml"),
