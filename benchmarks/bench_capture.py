@@ -16,8 +16,9 @@ done, and a program or campaign past its own cap is interrupted (SIGINT: the cap
 3. ``helion``: the ``main()`` of each of Helion's ``examples/`` (``bash benchmarks/get_helion_examples.sh
    /work/.mirror/pytorch+helion/repo``), captured ``--jobs`` at once under ``HELION_AUTOTUNE_EFFORT=none``
    (Helion's default config: no autotuning); then every campaign they gave runs a short acf-only search
-   (``--campaign-s`` wall clock, no GPU spares), ``--jobs`` at once. Counted: examples run, kernels captured,
-   kernels that became campaigns (and why the others did not), campaigns that ran (the issue's goal: >= 30).
+   (``--campaign-s`` wall clock or ``--campaign-candidates``, no GPU spares), ``--campaign-jobs`` at once.
+   Counted: examples run, kernels captured, kernels that became campaigns (and why the others did not),
+   campaigns that ran (the issue's goal: >= 30).
 
 Liger-Kernel is pure Python: carry its wheel (``pip download --no-deps liger-kernel -d .whl``); it is unzipped
 into the work folder when it does not import. Without it, part 1 measures the launch loop only and part 2 is
@@ -367,7 +368,11 @@ def part_helion(ctx: dict[str, Any], res: Results, deadline: float) -> None:
         cap_folder = ctx["work"] / "helion" / module
         bench = cap_folder / kernel["campaign"].replace(".yaml", ".bench.yaml")
         spec = yaml.safe_load((cap_folder / kernel["campaign"]).read_text())
-        spec["search"].update(generations=1, wall_clock_s=ctx["campaign_s"])
+        if ctx["campaign_candidates"]:  # a number of ACF candidates, however long the start takes (under the cap)
+            spec["search"].update(generations=1, pool_size=max(6, ctx["campaign_candidates"]))
+            spec["search"].pop("wall_clock_s", None)
+        else:  # from the process's start: with many campaigns at once their start-up may use all of it
+            spec["search"].update(generations=1, wall_clock_s=ctx["campaign_s"])
         spec["evaluation"] = {"workers": 2, "gpu_spares": 0}
         bench.write_text(yaml.safe_dump(spec, sort_keys=False))
         runs = ctx["work"] / "helion_runs" / module / kernel["kernel"]
@@ -386,7 +391,7 @@ def part_helion(ctx: dict[str, Any], res: Results, deadline: float) -> None:
         res.append("helion", "campaigns", row)
         return row
 
-    with ThreadPoolExecutor(max_workers=ctx["jobs"]) as pool:
+    with ThreadPoolExecutor(max_workers=ctx["campaign_jobs"] or ctx["jobs"]) as pool:
         ran = list(pool.map(campaign, campaigns))
     res.table("helion_campaigns.csv", ran)
     captured = [r for r in rows if r.get("rc") is not None]
@@ -453,6 +458,11 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=8, help="Helion examples (and their campaigns) at once")
     parser.add_argument("--example-s", type=float, default=75.0, help="cap per Helion example's capture")
     parser.add_argument("--campaign-s", type=float, default=30.0, help="search.wall_clock_s per Helion campaign")
+    parser.add_argument("--campaign-jobs", type=int, default=0, help="Helion campaigns at once (default: --jobs)")
+    parser.add_argument("--campaign-candidates", type=int, default=0,
+                        help="instead of --campaign-s as the search's wall clock: this many ACF candidates (one "
+                             "generation, at least 6), the campaign's process still capped at --campaign-s + 60 s "
+                             "(H200, 2026-12-02: ten campaigns at once spent a 45 s wall clock on their start)")
     parser.add_argument("--max-examples", type=int, default=1000)
     parser.add_argument("--captures", type=Path, default=None,
                         help="run the campaigns of an earlier call's Helion captures (its OUT: helion_examples.csv and "
@@ -487,6 +497,7 @@ def main() -> int:
         "work": work, "env": env, "run_env": run_env, "liger": liger, "examples": args.examples.resolve(),
         "jobs": args.jobs, "profile": args.profile,
         "example_s": args.example_s, "campaign_s": args.campaign_s, "max_examples": args.max_examples,
+        "campaign_candidates": args.campaign_candidates, "campaign_jobs": args.campaign_jobs,
         "capture_share": args.capture_share, "captures": args.captures.resolve() if args.captures else None,
         "top": args.top, "liger_parallel": args.liger_parallel, "rounds": args.rounds,
         "liger_args": ["--steps", "20", "--warmup", "3"],

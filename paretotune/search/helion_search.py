@@ -29,8 +29,9 @@ out its whole batch. Helion ranks a generation at once, so while the last candid
 built and measured (and while its next batch is built) nothing of its own is left to start: then each ``ask``
 hands out one proposal of the next island, and the loop, which asks until its window is full, keeps the GPU
 busy through the barrier without the leader giving up its turn or its sample efficiency. When an island's
-search ends (its generations or its patience spent), the island starts another round: a new seed, a refreshed ACF list (:mod:`paretotune.search.acf_list`), the best configs so far as seed
-configs, and every result so far as the surrogate's training data (LFBO's ``seed_training_data``). An island
+search ends (its generations or its patience spent), the island starts another round: a new seed, a refreshed
+ACF list (:mod:`paretotune.search.acf_list`), the best configs so far as seed configs, and every result so far
+as the surrogate's training data (LFBO's ``seed_training_data``). An island
 whose last :data:`STALE_ROUNDS` rounds proposed nothing new is exhausted; when all are, ``ask`` returns ``[]``.
 
 Multi-objective. Helion minimises one number: :func:`paretotune.search.scalarize.scalarize`, the geometric
