@@ -369,7 +369,9 @@ def part_helion(ctx: dict[str, Any], res: Results, deadline: float) -> None:
         bench = cap_folder / kernel["campaign"].replace(".yaml", ".bench.yaml")
         spec = yaml.safe_load((cap_folder / kernel["campaign"]).read_text())
         if ctx["campaign_candidates"]:  # a number of ACF candidates, however long the start takes (under the cap)
-            spec["search"].update(generations=1, pool_size=max(6, ctx["campaign_candidates"]))
+            # the capture's pool_size is what CompileIQ needs for the campaign's objective columns
+            spec["search"].update(generations=1, pool_size=max(ctx["campaign_candidates"],
+                                                                spec["search"].get("pool_size", 8)))
             spec["search"].pop("wall_clock_s", None)
         else:  # from the process's start: with many campaigns at once their start-up may use all of it
             spec["search"].update(generations=1, wall_clock_s=ctx["campaign_s"])
@@ -416,7 +418,9 @@ def search_result(run: Path) -> dict[str, Any]:
         rec = json.loads(line) if line.strip() else {}
         if rec.get("is_baseline") or rec.get("status") != "ok":
             continue
-        ratios = [v["ratio_to_baseline"] for v in (rec.get("extra") or {}).values()
+        extra = rec.get("extra") or {}
+        extra = json.loads(extra) if isinstance(extra, str) else extra  # results.jsonl keeps it as JSON text
+        ratios = [v["ratio_to_baseline"] for v in extra.values()
                   if isinstance(v, dict) and v.get("ratio_to_baseline")]
         if ratios:
             speed = min(1.0 / r for r in ratios)  # the worst shape's speedup
@@ -460,8 +464,9 @@ def main() -> int:
     parser.add_argument("--campaign-s", type=float, default=30.0, help="search.wall_clock_s per Helion campaign")
     parser.add_argument("--campaign-jobs", type=int, default=0, help="Helion campaigns at once (default: --jobs)")
     parser.add_argument("--campaign-candidates", type=int, default=0,
-                        help="instead of --campaign-s as the search's wall clock: this many ACF candidates (one "
-                             "generation, at least 6), the campaign's process still capped at --campaign-s + 60 s "
+                        help="instead of --campaign-s as the search's wall clock: one generation of this many ACF "
+                             "candidates (or the capture's pool_size, if larger: CompileIQ's minimum for the "
+                             "objective columns), the campaign's process still capped at --campaign-s + 60 s "
                              "(H200, 2026-12-02: ten campaigns at once spent a 45 s wall clock on their start)")
     parser.add_argument("--max-examples", type=int, default=1000)
     parser.add_argument("--captures", type=Path, default=None,
