@@ -33,8 +33,9 @@ def test_helion_kernels_become_campaigns_with_the_programs_configs(tmp_path: Pat
     out = tmp_path / "cap"
     kernels = {k["name"]: k for k in json.loads((out / "capture.json").read_text())["kernels"]}
     add_rows, scale = kernels["add_rows"], kernels["scale_"]
-    assert [s["calls"] for s in add_rows["signatures"]] == [2, 1] and add_rows["problem"] is None
-    first = add_rows["signatures"][0]
+    # two signatures, most time first: on the CPU each one's time is mostly its own compile, so which is first varies
+    assert sorted(s["calls"] for s in add_rows["signatures"]) == [1, 2] and add_rows["problem"] is None
+    first = next(s for s in add_rows["signatures"] if s["calls"] == 2)
     assert first["config"] == {"block_sizes": [32, 32], "num_warps": 4}  # the decorator's config
     assert first["returned"] == [{"shape": [64, 96], "dtype": "float32", "stride": [96, 1], "argument": None}]
     assert [leaf["tensor"]["written"] for leaf in first["args"]] == [False, False]
