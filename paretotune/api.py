@@ -21,7 +21,6 @@ import yaml
 from paretotune.errors import UserError
 
 
-
 @dataclass(frozen=True)
 class Run:
     """A run directory, read through the same code as the ``front``, ``validate`` and ``report`` commands."""
@@ -99,8 +98,8 @@ def _run(campaign: str | Path | Mapping[str, Any], *, out: str | Path | None, ke
          quiet: bool) -> Run:
     from paretotune.campaign.acf_check import check_toolchain
     from paretotune.runner.session import start_and_execute
-    from paretotune.store.run_dir import META
     from paretotune.runner.start import default_run_dir
+    from paretotune.store.run_dir import META
     from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 
     if out is not None and (Path(out) / META).is_file():  # the CLI's own words would say --out
@@ -142,17 +141,18 @@ def capture(out: str | Path, *, values: bool | list[str] = False, shapes: int = 
     import os
 
     from paretotune.capturing import hooks
-    from paretotune.capturing.recorder import TIMING, Recorder
+    from paretotune.capturing.recorder import Recorder
     from paretotune.commands.capture import campaign_options, finish, prepare_out
 
     options = campaign_options(shapes, generations, wall_clock_s)
-    if timing not in TIMING:
-        raise UserError(f"capture: timing: {timing!r} is not one of {', '.join(TIMING)}")
     folder = Path(out)
-    prepare_out(folder)
     main_file = getattr(sys.modules.get("__main__"), "__file__", None)
     dirs = [os.getcwd()] + ([os.path.dirname(os.path.abspath(main_file))] if main_file else [])
-    recorder = Recorder(values=values, values_dir=folder, program_dirs=dirs, timing=timing)
+    try:  # before the folder is made: a bad argument leaves nothing behind
+        recorder = Recorder(values=values, values_dir=folder, program_dirs=dirs, timing=timing)
+    except ValueError as exc:
+        raise UserError(f"capture: {exc}") from None
+    prepare_out(folder)
     result = Capture(folder)
     hooks.install(recorder)
     status = 0

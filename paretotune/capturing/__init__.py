@@ -13,3 +13,9 @@ summary and one campaign per kernel), :mod:`.replay` (a kernel spec from a captu
 
 The package is named ``capturing`` so that ``paretotune.capture`` stays the public context manager.
 """
+
+# How a capture times calls on a GPU (:mod:`.recorder`); here so that the command line can name them without
+# importing the recorder.
+TIMING = ("sampled", "all")
+TIME_FIRST = 16  # calls of a signature timed before sampling starts
+SAMPLE_EVERY = 8  # then one call in this many is timed

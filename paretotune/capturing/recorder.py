@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from paretotune.capturing import first_call
+from paretotune.capturing import SAMPLE_EVERY, TIME_FIRST, TIMING, first_call
 from paretotune.capturing.kernel_info import KernelInfo, helion_info, triton_info
 from paretotune.capturing.metadata import Undescribable, leaf_key
 
@@ -34,9 +34,6 @@ FORMAT = "paretotune-capture/1"
 RECORD = "capture.json"  # what a capture folder's record is called
 MAX_SIGNATURES = 64  # per kernel; calls of further signatures are counted together (a seed that changes per call)
 DRAIN_AT = 512  # pending CUDA event pairs before the finished ones are read (never blocking)
-TIME_FIRST = 16  # calls of a signature timed before sampling starts
-SAMPLE_EVERY = 8  # then one call in this many is timed
-TIMING = ("sampled", "all")
 
 
 @dataclass
@@ -252,7 +249,7 @@ class Recorder:
         sampling leaves out is only counted). On the first call of an autotuned or Helion kernel only the last
         launch is the call's own (the ones before benchmarked configs)."""
         if launches is None:
-            elapsed = (time.perf_counter() - start) * 1e3
+            elapsed = (time.perf_counter() - start) * 1e3 if timed else 0.0
             with self._lock:
                 sig.calls += 1
                 if timed:

@@ -17,6 +17,7 @@ from typing import Any
 from paretotune.capturing import hooks
 from paretotune.capturing.recorder import Recorder
 
+
 def parse(argv: list[str]) -> tuple[Path, bool | list[str], str, str, list[str], str]:
     """(out, values, mode "path"|"module", target, program args, timing) from this module's command line."""
     if "--" not in argv:

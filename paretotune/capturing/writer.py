@@ -192,8 +192,8 @@ def summary_text(doc: dict[str, Any], rows: list[Row], out: Path) -> str:
             "mixed": "GPU time for calls on CUDA tensors, wall time for the others"}.get(timing, "no calls timed")
     lines = [f"captured {len(rows)} kernel(s), {sum(r.calls for r in rows)} call(s) of `{program}` "
              f"(exit code {doc.get('program', {}).get('exit_code')}); {what}"]
-    timed = sum(k.get("timed_calls", k["calls"]) for k in doc.get("kernels", []) if "cuda_events" in k["timing"])
-    calls = sum(k["calls"] for k in doc.get("kernels", []) if "cuda_events" in k["timing"])
+    on_gpu = [k for k in doc.get("kernels", []) if "cuda_events" in k["timing"]]
+    timed, calls = sum(k.get("timed_calls", k["calls"]) for k in on_gpu), sum(k["calls"] for k in on_gpu)
     if timed < calls:
         lines.append(f"GPU times of {timed} of {calls} calls, scaled to all calls of their signatures "
                      "(sampled: `--timing all` times every call)")

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from paretotune.capturing import SAMPLE_EVERY, TIME_FIRST, TIMING
 from paretotune.errors import UserError
 
 PYTHON = re.compile(r"^python[0-9.]*(\.exe)?$")
@@ -30,9 +31,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="save each signature's first-call tensors beside the campaigns and rebuild inputs "
                              "from them (for kernels whose correctness depends on value ranges); all kernels, "
                              "or the comma-separated kernel names")
-    parser.add_argument("--timing", choices=("sampled", "all"), default="sampled",
-                        help="GPU time of every call ('all'), or of each signature's first 16 calls and then one "
-                             "in 8, scaled to all its calls ('sampled', the default: cheaper for the program)")
+    parser.add_argument("--timing", choices=TIMING, default="sampled",
+                        help=f"GPU time of every call ('all'), or of each signature's first {TIME_FIRST} calls "
+                             f"and then one in {SAMPLE_EVERY}, scaled to all its calls ('sampled', the default: "
+                             "cheaper for the program)")
     parser.add_argument("--shapes", type=int, default=3,
                         help="signatures per campaign, the most expensive first (default 3)")
     parser.add_argument("--generations", type=int, default=2, help="CompileIQ generations per campaign (default 2)")

@@ -59,3 +59,15 @@ def test_the_context_manager_records_the_block(tmp_path: Path) -> None:
     raised = json.loads((tmp_path / "b" / "capture.json").read_text())
     assert raised["program"]["exit_code"] == 1 and [k["name"] for k in raised["kernels"]] == ["relu_"]
     assert (tmp_path / "b" / "relu_.yaml").is_file()
+
+
+def test_an_unknown_timing_is_one_line_and_makes_no_folder(tmp_path: Path) -> None:
+    import pytest
+
+    import paretotune
+    from paretotune.errors import UserError
+
+    with pytest.raises(UserError, match=r"^capture: timing: 'every' is not one of sampled, all$"):
+        with paretotune.capture(tmp_path / "cap", timing="every"):
+            pass
+    assert not (tmp_path / "cap").exists()
