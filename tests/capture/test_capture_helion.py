@@ -35,6 +35,8 @@ def test_helion_kernels_become_campaigns_with_the_programs_configs(tmp_path: Pat
     add_rows, scale = kernels["add_rows"], kernels["scale_"]
     # two signatures, most time first: on the CPU each one's time is mostly its own compile, so which is first varies
     assert sorted(s["calls"] for s in add_rows["signatures"]) == [1, 2] and add_rows["problem"] is None
+    times = [s["time_ms"] for s in add_rows["signatures"]]
+    assert times == sorted(times, reverse=True)
     first = next(s for s in add_rows["signatures"] if s["calls"] == 2)
     assert first["config"] == {"block_sizes": [32, 32], "num_warps": 4}  # the decorator's config
     assert first["returned"] == [{"shape": [64, 96], "dtype": "float32", "stride": [96, 1], "argument": None}]
