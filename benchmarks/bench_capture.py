@@ -411,16 +411,15 @@ def part_helion(ctx: dict[str, Any], res: Results, deadline: float) -> None:
 def search_result(run: Path) -> dict[str, Any]:
     """Where the baseline came from and the best ratio the search itself measured (A/B-paired, but with other
     campaigns on the GPU at the same time: a lead, not a validated figure)."""
+    from paretotune.store.run_dir import RunDir
+
     meta = json.loads((run / "run.json").read_text()) if (run / "run.json").is_file() else {}
     sources = sorted(set(meta.get("kernel", {}).get("baseline_sources", {}).values()))
     best: float | None = None
-    for line in (run / "results.jsonl").read_text().splitlines():
-        rec = json.loads(line) if line.strip() else {}
-        if rec.get("is_baseline") or rec.get("status") != "ok":
+    for rec in RunDir(run).records():  # the project's reader: the record's extra decoded, damage refused
+        if rec.is_baseline or rec.status != "ok":
             continue
-        extra = rec.get("extra") or {}
-        extra = json.loads(extra) if isinstance(extra, str) else extra  # results.jsonl keeps it as JSON text
-        ratios = [v["ratio_to_baseline"] for v in extra.values()
+        ratios = [v["ratio_to_baseline"] for v in rec.extra.values()
                   if isinstance(v, dict) and v.get("ratio_to_baseline")]
         if ratios:
             speed = min(1.0 / r for r in ratios)  # the worst shape's speedup
