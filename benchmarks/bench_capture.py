@@ -195,6 +195,9 @@ def part_overhead(ctx: dict[str, Any], res: Results, deadline: float) -> None:
     programs = [("launch_loop", [str(PROGRAMS / "launch_loop.py"), *ctx["loop_args"]])]
     if ctx["liger"]["available"]:
         programs.insert(0, ("liger_step", [str(PROGRAMS / "liger_llama_step.py"), *ctx["liger_args"]]))
+    for name in {"liger_step", "launch_loop"} - set(ctx["overhead_programs"]):
+        res.append("overhead", "not_run", {"program": name, "why": "left out (--overhead-programs)"})
+    programs = [p for p in programs if p[0] in ctx["overhead_programs"]]
     rows = []
     for p, (name, program) in enumerate(programs):
         left = deadline - time.monotonic()
@@ -210,6 +213,8 @@ def part_overhead(ctx: dict[str, Any], res: Results, deadline: float) -> None:
                     "captured_all": cli("capture", "--out", str(work / "cap_all"), "--timing", "all", "--no-check",
                                         "--", "python", *program),
                     "plain": [sys.executable, *program]}
+        if not ctx["time_all"]:  # bench_capture_ablation.py measures it in one process, where it costs seconds
+            del commands["captured_all"]
         if ctx["profile"]:  # where a captured step's time goes (cProfile's own cost inflates every Python call)
             commands["profiled"] = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m",
                                     "paretotune.capturing.run_program", "--out", str(work / "cap_profiled"), "--",
@@ -226,7 +231,7 @@ def part_overhead(ctx: dict[str, Any], res: Results, deadline: float) -> None:
                                "plain_median_ms": timed["plain"].get("median_ms"),
                                "warm_plain_median_ms": timed["warm"].get("median_ms"),
                                "captured_median_ms": timed["captured"].get("median_ms"),
-                               "captured_all_median_ms": timed["captured_all"].get("median_ms"),
+                               "captured_all_median_ms": timed.get("captured_all", {}).get("median_ms"),
                                "profiled_median_ms": timed.get("profiled", {}).get("median_ms"),
                                "plain_process_s": plain["wall_s"], "capture_command_s": captured["wall_s"],
                                "kernels_captured": len(capture_rows(folder))}
@@ -456,6 +461,11 @@ def main() -> int:
     parser.add_argument("--parts", default="overhead,liger,helion")
     parser.add_argument("--profile", action="store_true",
                         help="overhead: also run each program's capture under cProfile (profile_top.txt)")
+    parser.add_argument("--overhead-programs", default="liger_step,launch_loop",
+                        help="overhead: which programs are timed plain and captured, each in its own process")
+    parser.add_argument("--no-time-all", action="store_true",
+                        help="overhead: leave out the capture with --timing all (bench_capture_ablation.py times it "
+                             "in one process)")
     parser.add_argument("--budget-s", type=float, default=420.0, help="wall time for all parts of this call")
     parser.add_argument("--examples", type=Path, default=ROOT / ".workloads" / "helion-examples")
     parser.add_argument("--jobs", type=int, default=8, help="Helion examples (and their campaigns) at once")
@@ -499,7 +509,8 @@ def main() -> int:
         liger = {**liger, "available": False, "why_not": "Liger's kernels fail under TRITON_INTERPRET (smoke)"}
     ctx: dict[str, Any] = {
         "work": work, "env": env, "run_env": run_env, "liger": liger, "examples": args.examples.resolve(),
-        "jobs": args.jobs, "profile": args.profile,
+        "jobs": args.jobs, "profile": args.profile, "time_all": not args.no_time_all,
+        "overhead_programs": [p.strip() for p in args.overhead_programs.split(",") if p.strip()],
         "example_s": args.example_s, "campaign_s": args.campaign_s, "max_examples": args.max_examples,
         "campaign_candidates": args.campaign_candidates, "campaign_jobs": args.campaign_jobs,
         "capture_share": args.capture_share, "captures": args.captures.resolve() if args.captures else None,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call's steps: install the bundle, run GPU tests, campaigns and benchmarks, write results to $OUT.
 # Usage on the GPU machine (repository root): bash benchmarks/gpu_session.sh STEP...
-#   steps: env keys tests noise attribution ship pretuned pretuned_joint pretuned_mo shared occupancy ncu helion fusion ttq ttq_more compile strategies ray capture
+#   steps: env keys tests noise attribution ship pretuned pretuned_joint pretuned_mo shared occupancy ncu helion fusion ttq ttq_more compile strategies ray capture ablation
 # Steps use the GPUs in CUDA_VISIBLE_DEVICES; two invocations with different GPUs and OUT folders can run at once.
 set -uo pipefail
 { [ -f /tmp/devenv ] || bash .devbundle/install.sh >/dev/null; } && source /tmp/devenv
@@ -10,7 +10,9 @@ export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/triton-cache}
 OUTDIR=${OUT:-/tmp/out}; mkdir -p "$OUTDIR/runs"
 log() { echo "=== $(date -u +%H:%M:%S) $*"; }
 run_tests() {  # $1: test paths, $2: log tag; ncu tests keep their outputs as fixtures under $OUTDIR/ncu_fixtures
-  PARETOTUNE_NCU_RECORD_DIR=$OUTDIR/ncu_fixtures timeout ${TESTS_TIMEOUT:-330} python3 -m pytest ${1//,/ } -m gpu -v \
+  # TESTS_XDIST=N: N test files at once (pytest-xdist, on the GPU image): the suite's campaigns are mostly start-up
+  local par=(); [ -n "${TESTS_XDIST:-}" ] && par=(-n "$TESTS_XDIST" --dist loadfile)
+  PARETOTUNE_NCU_RECORD_DIR=$OUTDIR/ncu_fixtures timeout ${TESTS_TIMEOUT:-330} python3 -m pytest ${1//,/ } -m gpu -v "${par[@]}" \
     --tb=short --timeout=${TEST_TIMEOUT:-170} --durations=0 -p no:cacheprovider 2>&1 | tee "$OUTDIR/gpu_tests$2.log" | tail -25
 }
 for step in "$@"; do
@@ -75,6 +77,14 @@ for step in "$@"; do
     capture)  # issue 31: capture a Liger training step and Helion's examples' main()s, tune/run their campaigns (CAPTURE_ARGS)
       log capture; timeout ${CAPTURE_TIMEOUT:-570} python3 benchmarks/bench_capture.py --out "$OUTDIR/capture" \
         ${CAPTURE_ARGS:-} 2>&1 | tail -60 ;;
+    ablation)  # issue 31: the capture's cost taken apart in one process (plain, patched, no events, sampled, all)
+      w=$(ls .whl/liger_kernel-*.whl 2>/dev/null | tail -1)  # Liger-Kernel is pure Python: its wheel, unzipped
+      [ -n "$w" ] && [ ! -d /tmp/liger_site ] && python3 -m zipfile -e "$w" /tmp/liger_site
+      for p in ${ABLATION_PROGRAMS:-liger loop}; do
+        log "ablation $p"; PYTHONPATH=/tmp/liger_site:$PYTHONPATH timeout ${ABLATION_TIMEOUT:-150} \
+          python3 benchmarks/bench_capture_ablation.py --program $p \
+          --out "$OUTDIR/ablation_$p.json" ${ABLATION_ARGS:-} 2>&1 | tail -8
+      done ;;
     ray)  # the Ray GPU test, then the Ray backend on every visible GPU vs the local backend on one (needs the full bundle, not benchmarks/slim_bundle.sh's)
       log ray; TESTS_TIMEOUT=150 TEST_TIMEOUT=140 run_tests tests/execution/test_ray_backend.py _ray
       timeout ${RAY_TIMEOUT:-260} python3 benchmarks/bench_ray_gpus.py --out "$OUTDIR/ray_gpus.json" --generations 6 \

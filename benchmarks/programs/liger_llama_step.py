@@ -12,6 +12,7 @@ import argparse
 import json
 import statistics
 import time
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -55,7 +56,7 @@ def rope_tables(seq: int, head_dim: int, device: str, dtype: torch.dtype) -> tup
     return emb.cos().to(dtype)[None], emb.sin().to(dtype)[None]
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3, help="steps left out of the timing")
@@ -65,7 +66,12 @@ def main() -> None:
     parser.add_argument("--heads", type=int, default=16)
     parser.add_argument("--intermediate", type=int, default=5632)
     parser.add_argument("--vocab", type=int, default=32000)
-    args = parser.parse_args()
+    return parser
+
+
+def make_step(args: argparse.Namespace) -> Callable[[], torch.Tensor]:
+    """One training step (forward, backward, AdamW) of a block built from ``args``; returns the loss. A function
+    of its own so that ``bench_capture_ablation.py`` can time steps with and without a capture in one process."""
     cuda = torch.cuda.is_available()
     device, dtype = ("cuda", torch.bfloat16) if cuda else ("cpu", torch.float32)
     torch.manual_seed(0)
@@ -74,18 +80,30 @@ def main() -> None:
     cos, sin = rope_tables(args.seq, args.hidden // args.heads, device, dtype)
     x = torch.randn(args.batch, args.seq, args.hidden, device=device, dtype=dtype)
     labels = torch.randint(0, args.vocab, (args.batch, args.seq), device=device)
-    times, loss = [], torch.zeros(())
-    for step in range(args.warmup + args.steps):
-        if cuda:
-            torch.cuda.synchronize()
-        start = time.perf_counter()
+
+    def step() -> torch.Tensor:
         opt.zero_grad(set_to_none=True)
         loss = model(x, cos, sin, labels)
         loss.backward()
         opt.step()
+        return loss
+
+    return step
+
+
+def main() -> None:
+    args = parser().parse_args()
+    cuda = torch.cuda.is_available()
+    step = make_step(args)
+    times, loss = [], torch.zeros(())
+    for i in range(args.warmup + args.steps):
         if cuda:
             torch.cuda.synchronize()
-        if step >= args.warmup:
+        start = time.perf_counter()
+        loss = step()
+        if cuda:
+            torch.cuda.synchronize()
+        if i >= args.warmup:
             times.append((time.perf_counter() - start) * 1e3)
     print(json.dumps({"step_ms": times, "median_ms": statistics.median(times), "loss": float(loss)}))
 
