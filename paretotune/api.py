@@ -136,7 +136,8 @@ def capture(out: str | Path, *, values: bool | list[str] = False, shapes: int = 
             wall_clock_s: float | None = None, check: bool = True, timing: str = "sampled") -> Iterator[Capture]:
     """Record every Triton and Helion kernel call made inside the block, then write ``out``'s ranked summary
     and one campaign per kernel (as ``paretotune capture``; ``values``: save first-call tensors, for all
-    kernels or the named ones; ``timing``: "sampled" or "all" calls' GPU time). Kernels defined in a notebook
+    kernels or the named ones; ``timing``: "sampled" (a sample of the calls read and timed, counts and
+    times scaled) or "all" (every call)). Kernels defined in a notebook
     cell have no file and are listed, not tuned."""
     import os
 

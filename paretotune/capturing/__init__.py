@@ -17,5 +17,5 @@ The package is named ``capturing`` so that ``paretotune.capture`` stays the publ
 # How a capture times calls on a GPU (:mod:`.recorder`); here so that the command line can name them without
 # importing the recorder.
 TIMING = ("sampled", "all")
-TIME_FIRST = 16  # calls of a signature timed before sampling starts
-SAMPLE_EVERY = 8  # then one call in this many is timed
+TIME_FIRST = 16  # calls of each kernel read (signature key) and timed before sampling starts
+SAMPLE_EVERY = 8  # then each call is read and timed with probability 1 / SAMPLE_EVERY

@@ -3,21 +3,25 @@ the arguments' metadata, which arguments the call wrote, the config it ran with 
 
 Only the outermost kernel call is recorded: launches inside an ``@triton.autotune``'s benchmarking, inside
 ``@triton.heuristics`` or inside a Helion kernel's generated host code belong to the call that made them (a
-thread-local depth). The cost every call pays is a signature key (tensor dtype, shape, strides, device,
-alignment; scalars by value). GPU time comes from two CUDA events around each launch of a timed call (Triton's
-launch hooks: compiling and Python's launch overhead are not GPU time), read lazily, never synchronizing, the
-events reused. ``timing="sampled"`` (the default) times the first :data:`TIME_FIRST` calls of each signature and
-then one call in :data:`SAMPLE_EVERY`, and scales each signature's measured time by calls / timed calls (the
-summary says how many were timed); ``"all"`` times every call. On the CPU (the Triton interpreter) wall time
-around every call instead. The first call of each signature also clones its tensor
-arguments to see which ones the call changed (written) and, for ``--values``, saves them; that call
-synchronizes (:mod:`.first_call`). A failure of the recorder's own code marks the kernel with the reason and
+thread-local depth). Every call is counted. A *sampled* call also has its signature key computed (tensor
+dtype, shape, strides, device, alignment; scalars by value) and is timed: GPU time from two CUDA events around
+each of its launches (Triton's launch hooks: compiling and Python's launch overhead are not GPU time), read
+lazily, never synchronizing, the events reused; on the CPU (the Triton interpreter) wall time around the call.
+``timing="sampled"`` (the default) samples the first :data:`TIME_FIRST` calls of each kernel and then each call
+with probability 1 / :data:`SAMPLE_EVERY` (a seeded draw, so a program that alternates shapes is not sampled in
+step with them), and scales: a signature's calls are the kernel's calls times its share of the sampled ones,
+its time its timed calls' mean times that. The key is most of what a call costs the program (H200, 2026-12-02,
+``bench_capture_ablation.py``: keying and counting every call of a Liger-Kernel training step made it 9 % slower
+than the patches alone), so most calls skip it. ``"all"`` samples (keys and times) every call: exact counts.
+The first call of each signature also clones its tensor arguments to see which ones the call changed (written)
+and, for ``--values``, saves them; that call synchronizes (:mod:`.first_call`). A failure of the recorder's own code marks the kernel with the reason and
 never reaches the program; a call the kernel itself fails is re-raised untouched and not recorded.
 """
 from __future__ import annotations
 
 import json
 import os
+import random
 import threading
 import time
 from collections import deque
@@ -38,20 +42,20 @@ DRAIN_AT = 512  # pending CUDA event pairs before the finished ones are read (ne
 
 @dataclass
 class Signature:
-    """One distinct signature of a kernel: its calls, their time, and the first call's description."""
+    """One distinct signature of a kernel: the sampled calls that had it, their time, the first call's description."""
 
-    calls: int = 0
+    seen: int = 0  # sampled calls of the kernel with this signature
     time_ms: float = 0.0  # measured: the timed calls' time
     timed: int = 0  # calls whose time is in time_ms
     doc: dict[str, Any] | None = None  # set once the first call finished
 
-    def estimate_ms(self) -> float:
-        """The signature's total time: measured, scaled from the timed calls to all of them."""
-        return self.time_ms * self.calls / self.timed if self.timed else 0.0
+    def estimate_calls(self, calls: int, sampled: int) -> float:
+        """Its calls among the kernel's ``calls``, of which ``sampled`` were sampled: exact when all were."""
+        return self.seen * calls / sampled if sampled else 0.0
 
-    def due(self) -> bool:
-        """Is the next call one the sampled timing times?"""
-        return self.calls < TIME_FIRST or self.calls % SAMPLE_EVERY == 0
+    def estimate_ms(self, calls: int, sampled: int) -> float:
+        """Its total time: the timed calls' mean times its estimated calls (nothing timed: no time made up)."""
+        return self.time_ms * self.estimate_calls(calls, sampled) / self.timed if self.timed else 0.0
 
 
 @dataclass
@@ -60,8 +64,10 @@ class KernelRecord:
     info: KernelInfo
     signatures: dict[Any, Signature] = field(default_factory=dict)
     other: Signature = field(default_factory=Signature)  # signatures past MAX_SIGNATURES
-    graph_calls: int = 0  # calls made while a CUDA graph was being captured (not timed, not described)
-    untimed_calls: int = 0  # calls on CUDA tensors whose launches Triton's launch hooks did not report
+    calls: int = 0  # every outermost call that returned (graph-capture calls included): exact
+    sampled: int = 0  # of those, the calls keyed and timed (all of them with timing "all")
+    graph_sampled: int = 0  # sampled calls made while a CUDA graph was being captured (not timed, not described)
+    untimed_calls: int = 0  # sampled calls on CUDA tensors whose launches Triton's launch hooks did not report
     problem: str | None = None
     timing: set[str] = field(default_factory=set)
 
@@ -77,6 +83,9 @@ class Recorder:
         if timing not in TIMING:
             raise ValueError(f"timing: {timing!r} is not one of {', '.join(TIMING)}")
         self.timing = timing
+        self._sample_all = timing == "all"
+        self._rng = random.Random(0)  # which calls past each kernel's first ones are sampled
+        self._rate = 1.0 / SAMPLE_EVERY
         self.values = values if isinstance(values, bool) else frozenset(values)
         self.values_dir = values_dir
         self.program_dirs = tuple(program_dirs)
@@ -103,6 +112,9 @@ class Recorder:
             if launch_level and frame is not None:
                 first_call.note_launch(frame, args, kwargs)
             return orig(obj, *args, **kwargs)
+        record = self._known(obj)
+        if record is not None and self._skips(record):
+            return self._count(record, orig, obj, args, kwargs)
         return self._outer(obj, "triton", lambda: orig(obj, *args, **kwargs), args, kwargs, launch_level)
 
     def helion_call(self, obj: Any, orig: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -111,7 +123,38 @@ class Recorder:
 
         if getattr(self._tls, "depth", 0) or torch.compiler.is_compiling():
             return orig(obj, *args, **kwargs)
+        record = self._known(obj)
+        if record is not None and self._skips(record):
+            return self._count(record, orig, obj, args, kwargs)
         return self._outer(obj, "helion", lambda: orig(obj, *args, **kwargs), args, kwargs, False)
+
+    # -- a call that is only counted -----------------------------------------------------------------------------
+    def _known(self, obj: Any) -> KernelRecord | None:
+        """The kernel's record if it has one (a kernel made inside a function: its code's), without making one."""
+        record = self._kernels.get(id(obj))
+        if record is None and self._locals:
+            fn = obj
+            while hasattr(fn, "fn") and not hasattr(fn, "__code__"):
+                fn = fn.fn
+            record = self._locals.get(getattr(fn, "__code__", None))
+        return record
+
+    def _skips(self, record: KernelRecord) -> bool:
+        """Is this call of a known kernel left out of the sample (past its first calls, not drawn)?"""
+        return not self._sample_all and record.calls >= TIME_FIRST and self._rng.random() >= self._rate
+
+    def _count(self, record: KernelRecord, orig: Callable[..., Any], obj: Any, args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> Any:
+        """The kernel's own call, counted once it returned; launches inside it are its own (depth 1)."""
+        tls = self._tls
+        tls.depth = 1
+        try:
+            result = orig(obj, *args, **kwargs)
+        finally:
+            tls.depth = 0
+        with self._lock:
+            record.calls += 1
+        return result
 
     # -- one outermost call ------------------------------------------------------------------------------------
     def _outer(self, obj: Any, kind: str, call: Callable[[], Any], args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -131,8 +174,7 @@ class Recorder:
                 tls.frame = first
                 if launch_level:
                     first_call.note_launch(first, args, kwargs)
-            timed = not cuda or self.timing == "all" or sig.due() or first is not None
-            launches: list[list[Any]] | None = [] if cuda and timed else None
+            launches: list[list[Any]] | None = [] if cuda else None
             tls.launches = launches
             start = time.perf_counter()
             try:
@@ -144,7 +186,7 @@ class Recorder:
                 raise
             finally:
                 tls.frame = tls.launches = None
-            self._stop(record, sig, start, launches, first is not None, timed)
+            self._stop(record, sig, start, launches, first is not None)
             if first is not None:
                 try:
                     self._finish_first(record, sig, first, result)
@@ -181,10 +223,12 @@ class Recorder:
         import torch
 
         record = self._record(obj, kind)
-        cuda = _on_cuda(args)
+        cuda = _on_cuda(args) or _on_cuda(tuple(kwargs.values()))  # Liger-Kernel passes every argument by keyword
         if cuda and torch.cuda.is_current_stream_capturing():
             with self._lock:
-                record.graph_calls += 1
+                record.calls += 1
+                record.sampled += 1
+                record.graph_sampled += 1
             return None
         key = (tuple(leaf_key(a) for a in args),
                tuple((k, leaf_key(v)) for k, v in kwargs.items() if k not in first_call.NOT_ARGS))
@@ -244,23 +288,26 @@ class Recorder:
             return self._event(enable_timing=True)
 
     def _stop(self, record: KernelRecord, sig: Signature, start: float, launches: list[list[Any]] | None,
-              first: bool, timed: bool) -> None:
-        """Count the call and its time: wall time on the CPU, else the GPU time of its launches (a call the
-        sampling leaves out is only counted). On the first call of an autotuned or Helion kernel only the last
-        launch is the call's own (the ones before benchmarked configs)."""
+              first: bool) -> None:
+        """Count the sampled call and its time: wall time on the CPU, else the GPU time of its launches. On the
+        first call of an autotuned or Helion kernel only the last launch is the call's own (the ones before
+        benchmarked configs)."""
         if launches is None:
-            elapsed = (time.perf_counter() - start) * 1e3 if timed else 0.0
+            elapsed = (time.perf_counter() - start) * 1e3
             with self._lock:
-                sig.calls += 1
-                if timed:
-                    sig.time_ms += elapsed
-                    sig.timed += 1
+                record.calls += 1
+                record.sampled += 1
+                sig.seen += 1
+                sig.time_ms += elapsed
+                sig.timed += 1
             return
         pairs = [(a, b) for a, b in launches if b is not None]
         if first and pairs and ("autotune" in record.info.layers or record.info.kind == "helion"):
             pairs = pairs[-1:]
         with self._lock:
-            sig.calls += 1
+            record.calls += 1
+            record.sampled += 1
+            sig.seen += 1
             if not pairs:
                 record.untimed_calls += 1
             else:
@@ -343,26 +390,30 @@ class Recorder:
         return tmp.replace(out / RECORD)
 
     def _kernel_doc(self, record: KernelRecord) -> dict[str, Any]:
-        info = record.info
-        sigs = [s for s in record.signatures.values() if s.calls]
-        described = sorted((s for s in sigs if s.doc is not None), key=lambda s: -s.estimate_ms())
+        """A kernel's record. Counts of signatures and graph-capture calls and all times are scaled from the sampled
+        calls to the kernel's ``calls`` (exact where every call was read); ``sampled_calls`` says how many were."""
+        info, total, sampled = record.info, record.calls, record.sampled
+        sigs = [s for s in record.signatures.values() if s.seen]
+        described = sorted((s for s in sigs if s.doc is not None), key=lambda s: -s.estimate_ms(total, sampled))
         problem = record.problem
         if problem is None and sigs and not described:
             problem = "no call of it finished being described"
-        undescribed = [s for s in sigs if s.doc is None] + ([record.other] if record.other.calls else [])
+        undescribed = [s for s in sigs if s.doc is None] + ([record.other] if record.other.seen else [])
+        graph = record.graph_sampled * total / sampled if sampled else 0.0
         return {
             "index": record.index, "name": info.name, "kind": info.kind, "layers": list(info.layers),
             "params": list(info.params),
             "source": info.source, "problem": problem,
-            "calls": sum(s.calls for s in sigs) + record.other.calls, "graph_calls": record.graph_calls,
+            "calls": round(total - graph), "sampled_calls": sampled - record.graph_sampled, "graph_calls": round(graph),
             "untimed_calls": record.untimed_calls,
-            "time_ms": sum(s.estimate_ms() for s in sigs) + record.other.estimate_ms(),
+            "time_ms": sum(s.estimate_ms(total, sampled) for s in sigs) + record.other.estimate_ms(total, sampled),
             "timed_calls": sum(s.timed for s in sigs) + record.other.timed,
             "timing": sorted(record.timing),
-            "signatures": [{**s.doc, "calls": s.calls, "timed_calls": s.timed, "time_ms": s.estimate_ms()}
-                           for s in described],
-            "undescribed": {"signatures": len(undescribed), "calls": sum(s.calls for s in undescribed),
-                            "time_ms": sum(s.estimate_ms() for s in undescribed)},
+            "signatures": [{**s.doc, "calls": round(s.estimate_calls(total, sampled)), "sampled_calls": s.seen,
+                            "timed_calls": s.timed, "time_ms": s.estimate_ms(total, sampled)} for s in described],
+            "undescribed": {"signatures": len(undescribed),
+                            "calls": round(sum(s.estimate_calls(total, sampled) for s in undescribed)),
+                            "time_ms": sum(s.estimate_ms(total, sampled) for s in undescribed)},
         }
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from paretotune.capturing import SAMPLE_EVERY, TIME_FIRST
 from paretotune.capturing.recorder import FORMAT
 
 CALLS = "calls"
@@ -195,8 +196,9 @@ def summary_text(doc: dict[str, Any], rows: list[Row], out: Path) -> str:
     on_gpu = [k for k in doc.get("kernels", []) if "cuda_events" in k["timing"]]
     timed, calls = sum(k.get("timed_calls", k["calls"]) for k in on_gpu), sum(k["calls"] for k in on_gpu)
     if timed < calls:
-        lines.append(f"GPU times of {timed} of {calls} calls, scaled to all calls of their signatures "
-                     "(sampled: `--timing all` times every call)")
+        lines.append(f"sampled {timed} of {calls} calls (each kernel's first {TIME_FIRST}, then about 1 in "
+                     f"{SAMPLE_EVERY} at random): their signatures and GPU times, scaled to all calls; `--timing "
+                     "all` samples every call")
     if doc.get("timing_problem"):
         lines.append(f"note: {doc['timing_problem']}")
     header = ["rank", "kernel", "kind", "signatures", "calls", f"total {unit}", "share", "writes", "campaign"]

@@ -32,9 +32,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "from them (for kernels whose correctness depends on value ranges); all kernels, "
                              "or the comma-separated kernel names")
     parser.add_argument("--timing", choices=TIMING, default="sampled",
-                        help=f"GPU time of every call ('all'), or of each signature's first {TIME_FIRST} calls "
-                             f"and then one in {SAMPLE_EVERY}, scaled to all its calls ('sampled', the default: "
-                             "cheaper for the program)")
+                        help=f"key (signature) and GPU-time every call ('all': exact counts per signature), or a "
+                             f"sample: each kernel's first {TIME_FIRST} calls, then about one in {SAMPLE_EVERY} at "
+                             "random, counts and times per signature scaled to all the kernel's calls ('sampled', "
+                             "the default: every other call costs only its count)")
     parser.add_argument("--shapes", type=int, default=3,
                         help="signatures per campaign, the most expensive first (default 3)")
     parser.add_argument("--generations", type=int, default=2, help="CompileIQ generations per campaign (default 2)")

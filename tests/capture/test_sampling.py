@@ -1,26 +1,97 @@
-"""The capture's sampled GPU timing: which calls of a signature are timed, and the total scaled from them (the GPU
-side, events around real launches, is in test_capture_gpu.py)."""
+"""The capture's sample of calls: which calls are keyed and timed, how counts and times are scaled from them to
+every call, and that a program alternating shapes in step with the sampling rate is still counted right (the
+GPU side, events around real launches, is in test_capture_gpu.py). Calls here are made through the recorder's
+entry point with a real ``@triton.jit`` kernel object and CPU tensors; the launch itself is left out."""
 from __future__ import annotations
 
+from typing import Any
+from unittest import mock
+
 import pytest
+import torch
+import triton
+import triton.language as tl
 
-from paretotune.capturing.recorder import SAMPLE_EVERY, TIME_FIRST, Recorder, Signature
+from paretotune.capturing import SAMPLE_EVERY, TIME_FIRST
+from paretotune.capturing.recorder import Recorder, Signature
 
 
-def test_the_first_calls_then_one_in_every_few_are_timed_and_the_total_is_scaled() -> None:
-    sig = Signature()
-    timed = []
-    for n in range(200):
-        if sig.due():
-            timed.append(n)
-            sig.timed += 1
-            sig.time_ms += 0.5  # every call of this signature takes 0.5 ms
-        sig.calls += 1
-    assert timed[:TIME_FIRST] == list(range(TIME_FIRST))
-    assert timed[TIME_FIRST:] == list(range(TIME_FIRST, 200, SAMPLE_EVERY))
-    assert sig.timed == len(timed) < sig.calls == 200
-    assert sig.estimate_ms() == pytest.approx(100.0)
-    assert Signature(calls=3).estimate_ms() == 0.0  # nothing timed: no time made up
+@triton.jit
+def _kernel(x_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+
+def _no_launch(_self: Any, *_args: Any, **_kwargs: Any) -> None:
+    return None
+
+
+def _call(recorder: Recorder, x: Any, **kwargs: Any) -> None:
+    recorder.triton_run(_kernel, _no_launch, (x, x.numel()), {"BLOCK": 64, "grid": (1,), **kwargs}, True)
+
+
+def _kernel_doc(recorder: Recorder) -> dict[str, Any]:
+    (doc,) = recorder.document()["kernels"]
+    return doc
+
+
+def test_every_call_is_counted_and_a_sample_is_keyed_and_timed() -> None:
+    recorder = Recorder()
+    x = torch.ones(128)
+    for _ in range(400):
+        _call(recorder, x)
+    doc = _kernel_doc(recorder)
+    assert doc["calls"] == 400  # every call counted, exactly
+    assert TIME_FIRST + 20 < doc["sampled_calls"] == doc["timed_calls"] < TIME_FIRST + 80  # 16 + ~384 / 8
+    (sig,) = doc["signatures"]
+    assert sig["calls"] == 400 and sig["sampled_calls"] == doc["sampled_calls"]  # one signature: all its calls
+    assert doc["time_ms"] == pytest.approx(sig["time_ms"]) and doc["time_ms"] > 0
+
+
+def test_timing_all_keys_and_times_every_call() -> None:
+    recorder = Recorder(timing="all")
+    a, b = torch.ones(128), torch.ones(256)
+    for n in range(100):
+        _call(recorder, a if n % 4 else b)
+    doc = _kernel_doc(recorder)
+    assert doc["calls"] == doc["sampled_calls"] == doc["timed_calls"] == 100
+    assert sorted(s["calls"] for s in doc["signatures"]) == [25, 75]
+
+
+def test_a_shape_pattern_in_step_with_the_rate_is_estimated_not_aliased() -> None:
+    """Shape B on every SAMPLE_EVERY-th call: sampling each SAMPLE_EVERY-th call would see only B (or never B)."""
+    recorder = Recorder()
+    a, b = torch.ones(128), torch.ones(512)
+    total = 1600
+    for n in range(total):
+        _call(recorder, b if n % SAMPLE_EVERY == 0 else a)
+    doc = _kernel_doc(recorder)
+    counts = {s["args"]["x_ptr"]["tensor"]["shape"][0]: s["calls"] for s in doc["signatures"]}
+    assert doc["calls"] == total and abs(sum(counts.values()) - total) <= 1
+    assert counts[512] == pytest.approx(total / SAMPLE_EVERY, rel=0.5)  # 200 exactly; a sample of ~200 calls
+    assert doc["sampled_calls"] < total / 4
+
+
+def test_the_scaled_estimates() -> None:
+    sig = Signature(seen=10, time_ms=5.0, timed=10)  # 10 of a kernel's 40 sampled calls, 0.5 ms each
+    assert sig.estimate_calls(200, 40) == 50.0  # a quarter of the kernel's 200 calls
+    assert sig.estimate_ms(200, 40) == pytest.approx(25.0)
+    assert Signature(seen=3).estimate_ms(10, 3) == 0.0  # nothing timed: no time made up
+
+
+def test_a_kernel_given_its_cuda_tensors_by_keyword_is_timed_by_events_not_wall_time() -> None:
+    """Liger-Kernel passes every argument by keyword: a check of the positional ones saw no CUDA tensor and
+    timed its launches by wall time around the (asynchronous) call (H200, 2026-12-02)."""
+    cuda_like = mock.MagicMock(spec=torch.Tensor, is_cuda=True, is_meta=False, dtype=torch.float32,
+                               shape=torch.Size([128]))
+    cuda_like.stride.return_value = (1,)
+    cuda_like.get_device.return_value = 0
+    cuda_like.data_ptr.return_value = 4096
+    recorder = Recorder()
+    with mock.patch("torch.cuda.is_current_stream_capturing", return_value=False):
+        recorder.triton_run(_kernel, _no_launch, (), {"x_ptr": cuda_like, "n": 128, "BLOCK": 64, "grid": (1,)}, True)
+    doc = _kernel_doc(recorder)
+    assert doc["timing"] == ["cuda_events"]
+    assert doc["untimed_calls"] == 1  # no launch reached Triton's hooks here: counted, not timed by the wall clock
 
 
 def test_an_unknown_timing_is_refused() -> None:

@@ -60,7 +60,8 @@ def rms_norm_op(x, w, eps=1e-6):
 
 
 def relu_op_(x):
-    relu_[lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),)](x, x.numel())
+    # every argument by keyword, as Liger-Kernel passes them: the capture must still see the CUDA tensor
+    relu_[lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),)](x_ptr=x, n=x.numel())
     return x
 
 
