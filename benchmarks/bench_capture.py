@@ -363,6 +363,11 @@ def part_helion(ctx: dict[str, Any], res: Results, deadline: float) -> None:
                        key=lambda item: (item[1]["rank"], not item[0].startswith("pretuned_kernels"), item[0]))
     # every program's top kernel first, the pretuned kernels' before the examples
     res.put("helion", "campaigns_written", len(campaigns))
+    if ctx["skip_ran"]:  # campaigns an earlier call ran already (its helion_campaigns.csv): not again
+        done_before = {(r["example"], r["kernel"]) for r in csv.DictReader(ctx["skip_ran"].open())
+                       if r.get("ran") == "True"}
+        campaigns = [c for c in campaigns if (c[0], c[1]["kernel"]) not in done_before]
+        res.put("helion", "skipped_ran_before", len(done_before))
 
     def campaign(item: tuple[str, dict[str, Any]]) -> dict[str, Any]:
         module, kernel = item
@@ -481,6 +486,8 @@ def main() -> int:
     parser.add_argument("--captures", type=Path, default=None,
                         help="run the campaigns of an earlier call's Helion captures (its OUT: helion_examples.csv and "
                              "work/helion/), capturing nothing")
+    parser.add_argument("--skip-ran", type=Path, default=None,
+                        help="with --captures: leave out the campaigns this earlier helion_campaigns.csv says ran")
     parser.add_argument("--capture-share", type=float, default=0.4,
                         help="the share of the Helion part's time that capturing may take (the rest: their campaigns)")
     parser.add_argument("--top", type=int, default=3, help="Liger kernels to tune, by GPU time")
@@ -514,6 +521,7 @@ def main() -> int:
         "example_s": args.example_s, "campaign_s": args.campaign_s, "max_examples": args.max_examples,
         "campaign_candidates": args.campaign_candidates, "campaign_jobs": args.campaign_jobs,
         "capture_share": args.capture_share, "captures": args.captures.resolve() if args.captures else None,
+        "skip_ran": args.skip_ran.resolve() if args.skip_ran else None,
         "top": args.top, "liger_parallel": args.liger_parallel, "rounds": args.rounds,
         "liger_args": ["--steps", "20", "--warmup", "3"],
         "loop_args": ["--iters", "50", "--warmup", "5", "--n", "4096", "--rows", "16"] if args.smoke else
