@@ -163,15 +163,19 @@ def rebuild(leaves: Sequence[dict[str, Any]], device: str, seed: int,
                                                                 t["stride"])
         if generator is not None and view.numel():
             given = values[i] if values is not None else None
-            view.copy_(given.to(device) if given is not None else _random(t, dtype, device, generator))
+            # an expanded view (a broadcast scale: a stride of 0) shares elements, and a copy into it is refused
+            # (Helion's fp8_matmul example, H200, 2026-12-02): fill what it is expanded from
+            base = tuple(slice(0, 1) if st == 0 else slice(None) for st in t["stride"])
+            target = view[base]
+            target.copy_(given.to(device)[base] if given is not None else
+                         _random(t, list(target.shape), dtype, device, generator))
         out.append(view)
     return out
 
 
-def _random(meta: dict[str, Any], dtype: Any, device: str, generator: Any) -> Any:
+def _random(meta: dict[str, Any], shape: list[int], dtype: Any, device: str, generator: Any) -> Any:
     import torch
 
-    shape = meta["shape"]
     if dtype.is_floating_point or dtype.is_complex:
         return torch.randn(shape, generator=generator, device=device, dtype=torch.float32).to(dtype)
     low, high = meta.get("range", [0, 15])

@@ -26,6 +26,8 @@ def _arguments() -> list[object]:
         torch.rand(7) > 0.5,                    # bool
         torch.tensor(3.0),                      # 0-d
         torch.empty(0, 5),                      # empty
+        torch.randn(6, 1).expand(6, 5),         # expanded (a broadcast scale): strides (1, 0), elements shared
+        torch.randn(3).expand(4, 3),            # strides (0, 1)
         3, 2.5, float("inf"), None, "mode", True, torch.bfloat16, tl.float16,
     ]
 
