@@ -181,7 +181,12 @@ def profile_top(profile: Path, text: Path, rows: int = 30) -> list[dict[str, Any
 
 
 def last_error(log: Path) -> str:
-    lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip() and "Warning" not in ln]
+    """The line of a log that says why: paretotune's own error, else the last exception line, else the last line
+    (a run's closing notes and a capture's empty table came after the error in the 2026-12-02 calls)."""
+    lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip() and "Warning" not in ln]
+    for line in reversed(lines):
+        if line.startswith("paretotune: error") or re.match(r"^[\w.]*(Error|Exception|Interrupt)\b", line):
+            return line[:300]
     return lines[-1][:300] if lines else ""
 
 
