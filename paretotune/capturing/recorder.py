@@ -37,7 +37,9 @@ from paretotune.capturing.metadata import Undescribable, leaf_key
 FORMAT = "paretotune-capture/1"
 RECORD = "capture.json"  # what a capture folder's record is called
 MAX_SIGNATURES = 64  # per kernel; calls of further signatures are counted together (a seed that changes per call)
-DRAIN_AT = 512  # pending CUDA event pairs before the finished ones are read (never blocking)
+# pending CUDA event pairs before the finished ones are read (never blocking) and their events recycled: few, since
+# until then every timed launch creates two events (a 23-step training step never had 512 pending)
+DRAIN_AT = 32
 
 
 @dataclass

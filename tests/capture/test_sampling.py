@@ -13,7 +13,7 @@ import triton
 import triton.language as tl
 
 from paretotune.capturing import SAMPLE_EVERY, TIME_FIRST
-from paretotune.capturing.recorder import Recorder, Signature
+from paretotune.capturing.recorder import DRAIN_AT, Recorder, Signature
 
 
 @triton.jit
@@ -78,14 +78,61 @@ def test_the_scaled_estimates() -> None:
     assert Signature(seen=3).estimate_ms(10, 3) == 0.0  # nothing timed: no time made up
 
 
+def _cuda_like() -> Any:
+    """A stand-in for a CUDA tensor (this machine has no GPU): what the recorder reads of one."""
+    tensor = mock.MagicMock(spec=torch.Tensor, is_cuda=True, is_meta=False, dtype=torch.float32,
+                            shape=torch.Size([128]))
+    tensor.stride.return_value = (1,)
+    tensor.get_device.return_value = 0
+    tensor.data_ptr.return_value = 4096
+    return tensor
+
+
+class _Event:
+    """A CUDA event stand-in: every launch took 0.5 ms and has finished by the time it is read."""
+
+    made = 0
+
+    def __init__(self, enable_timing: bool = True) -> None:
+        type(self).made += 1
+
+    def record(self) -> None:
+        pass
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        pass
+
+    def elapsed_time(self, end: Any) -> float:
+        return 0.5
+
+
+def test_finished_events_are_read_early_and_recycled() -> None:
+    """Events are read (never blocking) once a few are pending, so a short program's launches reuse them instead
+    of creating two per timed launch; every launch's time still counts."""
+    recorder = Recorder(timing="all")
+    recorder._event = _Event  # what ``torch.cuda.Event`` is to the recorder
+    _Event.made = 0
+
+    def launch(_self: Any, *_args: Any, **_kwargs: Any) -> None:  # Triton's launch hooks around one launch
+        recorder.launch_enter()
+        recorder.launch_exit()
+
+    tensor = _cuda_like()
+    with mock.patch("torch.cuda.is_current_stream_capturing", return_value=False):
+        for _ in range(300):
+            recorder.triton_run(_kernel, launch, (tensor, 128), {"BLOCK": 64, "grid": (1,)}, True)
+    assert _Event.made <= 2 * (DRAIN_AT + 1) < 100  # a pool of a few dozen, not two per launch (600)
+    doc = _kernel_doc(recorder)
+    assert doc["timed_calls"] == doc["calls"] == 300 and doc["time_ms"] == pytest.approx(150.0)
+
+
 def test_a_kernel_given_its_cuda_tensors_by_keyword_is_timed_by_events_not_wall_time() -> None:
     """Liger-Kernel passes every argument by keyword: a check of the positional ones saw no CUDA tensor and
     timed its launches by wall time around the (asynchronous) call (H200, 2026-12-02)."""
-    cuda_like = mock.MagicMock(spec=torch.Tensor, is_cuda=True, is_meta=False, dtype=torch.float32,
-                               shape=torch.Size([128]))
-    cuda_like.stride.return_value = (1,)
-    cuda_like.get_device.return_value = 0
-    cuda_like.data_ptr.return_value = 4096
+    cuda_like = _cuda_like()
     recorder = Recorder()
     with mock.patch("torch.cuda.is_current_stream_capturing", return_value=False):
         recorder.triton_run(_kernel, _no_launch, (), {"x_ptr": cuda_like, "n": 128, "BLOCK": 64, "grid": (1,)}, True)
