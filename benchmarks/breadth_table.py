@@ -24,12 +24,33 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_capture import last_error  # noqa: E402
 
-FIELDS = ["program", "kernel", "status", "why", "baseline_source", "baseline_ms", "acf_candidates", "acf_wrong",
-          "acf_only_search_best"]
+FIELDS = ["program", "kernel", "status", "why", "outputs", "baseline_source", "baseline_ms", "acf_candidates",
+          "acf_wrong", "acf_only_search_best"]
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
     return list(csv.DictReader(path.open())) if path.is_file() else []
+
+
+def outputs(calls: list[Path], program: str, kernel: str) -> str:
+    """What the kernel's most expensive captured signature produced: tensors returned (a tuple: several) and
+    arguments written in place, from the capture's own record."""
+    for call in reversed(calls):
+        path = call / "work" / "helion" / program / "calls" / f"{kernel}.json"
+        if path.is_file():
+            signature = (json.loads(path.read_text()).get("signatures") or [{}])[0]
+            returned = [r for r in signature.get("returned") or [] if r.get("argument") is None]
+            args = signature.get("args") or []
+            if isinstance(args, list):  # Helion's arguments by position: their names from the capture's record
+                record = call / "work" / "helion" / program / "capture.json"
+                params = next((k.get("params") or [] for k in json.loads(record.read_text())["kernels"]
+                               if k["name"] == kernel), []) if record.is_file() else []
+                args = {params[i] if i < len(params) else f"argument {i}": leaf for i, leaf in enumerate(args)}
+            written = [name for name, leaf in args.items() if (leaf.get("tensor") or {}).get("written")]
+            parts = ([f"returns {len(returned)} tensor{'s' if len(returned) > 1 else ''}"] if returned else []) + \
+                ([f"writes {', '.join(written)} in place"] if written else [])
+            return "; ".join(parts) or "returns nothing, writes nothing"
+    return ""
 
 
 def campaign_row(row: dict[str, str], logs: Path) -> dict[str, Any]:
@@ -82,6 +103,8 @@ def table(calls: list[Path]) -> list[dict[str, Any]]:
         for row in _rows(call / "helion_campaigns.csv"):
             kernels[(row["example"], row["kernel"])] = campaign_row(row, call / "work" / "logs")
     covered = {program for program, _ in kernels}
+    for (program, kernel), row in kernels.items():
+        row["outputs"] = outputs(calls, program, kernel)
     out = [r for p, r in programs.items() if p not in covered] + list(kernels.values())
     return sorted(out, key=lambda r: (r["program"], r.get("kernel") or ""))
 
@@ -100,7 +123,9 @@ def main() -> int:
     ran = [r for r in rows if r["status"] == "ran"]
     print(f"{len({r['program'] for r in rows})} programs, {sum(1 for r in rows if r.get('kernel'))} kernels: "
           + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
-    print(f"ran with ACF candidates: {len(ran)} kernels of {len({r['program'] for r in ran})} programs")
+    print(f"ran with ACF candidates: {len(ran)} kernels of {len({r['program'] for r in ran})} programs; of them "
+          f"{sum('tensors' in r['outputs'] for r in ran)} return several tensors, "
+          f"{sum('in place' in r['outputs'] for r in ran)} write arguments in place")
     return 0
 
 
