@@ -14,8 +14,9 @@ its time its timed calls' mean times that. The key is most of what a call costs 
 ``bench_capture_ablation.py``: keying and counting every call of a Liger-Kernel training step made it 9 % slower
 than the patches alone), so most calls skip it. ``"all"`` samples (keys and times) every call: exact counts.
 The first call of each signature also clones its tensor arguments to see which ones the call changed (written)
-and, for ``--values``, saves them; that call synchronizes (:mod:`.first_call`). A failure of the recorder's own code marks the kernel with the reason and
-never reaches the program; a call the kernel itself fails is re-raised untouched and not recorded.
+and, for ``--values``, saves them; that call synchronizes (:mod:`.first_call`). A failure of the recorder's own
+code marks the kernel with the reason and never reaches the program; a call the kernel itself fails is re-raised
+untouched and not recorded.
 """
 from __future__ import annotations
 
@@ -135,10 +136,7 @@ class Recorder:
         """The kernel's record if it has one (a kernel made inside a function: its code's), without making one."""
         record = self._kernels.get(id(obj))
         if record is None and self._locals:
-            fn = obj
-            while hasattr(fn, "fn") and not hasattr(fn, "__code__"):
-                fn = fn.fn
-            record = self._locals.get(getattr(fn, "__code__", None))
+            record = self._locals.get(getattr(_function(obj), "__code__", None))
         return record
 
     def _skips(self, record: KernelRecord) -> bool:
@@ -204,9 +202,7 @@ class Recorder:
         record = self._kernels.get(id(obj))
         if record is not None:
             return record
-        fn = obj
-        while hasattr(fn, "fn") and not hasattr(fn, "__code__"):
-            fn = fn.fn
+        fn = _function(obj)
         code = getattr(fn, "__code__", None)
         local = code is not None and "<locals>" in getattr(fn, "__qualname__", "")
         with self._lock:
@@ -417,6 +413,13 @@ class Recorder:
                             "calls": round(sum(s.estimate_calls(total, sampled) for s in undescribed)),
                             "time_ms": sum(s.estimate_ms(total, sampled) for s in undescribed)},
         }
+
+
+def _function(obj: Any) -> Any:
+    """The Python function under a kernel object's layers (autotuner, heuristics, JIT: each has ``.fn``)."""
+    while hasattr(obj, "fn") and not hasattr(obj, "__code__"):
+        obj = obj.fn
+    return obj
 
 
 def _on_cuda(args: tuple[Any, ...]) -> bool:
