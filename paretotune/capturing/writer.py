@@ -194,9 +194,11 @@ def summary_text(doc: dict[str, Any], rows: list[Row], out: Path) -> str:
     lines = [f"captured {len(rows)} kernel(s), {sum(r.calls for r in rows)} call(s) of `{program}` "
              f"(exit code {doc.get('program', {}).get('exit_code')}); {what}"]
     on_gpu = [k for k in doc.get("kernels", []) if "cuda_events" in k["timing"]]
-    timed, calls = sum(k.get("timed_calls", k["calls"]) for k in on_gpu), sum(k["calls"] for k in on_gpu)
-    if timed < calls:
-        lines.append(f"sampled {timed} of {calls} calls (each kernel's first {TIME_FIRST}, then about 1 in "
+    # records written before sampled keys (no "sampled_calls") counted their timed calls
+    sampled = sum(k.get("sampled_calls", k.get("timed_calls", k["calls"])) for k in on_gpu)
+    calls = sum(k["calls"] for k in on_gpu)
+    if sampled < calls:
+        lines.append(f"sampled {sampled} of {calls} calls (each kernel's first {TIME_FIRST}, then about 1 in "
                      f"{SAMPLE_EVERY} at random): their signatures and GPU times, scaled to all calls; `--timing "
                      "all` samples every call")
     if doc.get("timing_problem"):

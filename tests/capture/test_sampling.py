@@ -144,3 +144,12 @@ def test_a_kernel_given_its_cuda_tensors_by_keyword_is_timed_by_events_not_wall_
 def test_an_unknown_timing_is_refused() -> None:
     with pytest.raises(ValueError, match="timing: 'some'"):
         Recorder(timing="some")
+
+
+def test_the_summary_counts_sampled_calls_not_only_the_timed_ones(tmp_path: Any) -> None:
+    """A sampled call on CUDA tensors whose launches Triton's hooks did not report is sampled but not timed."""
+    from paretotune.capturing.writer import summary_text
+
+    kernel = {"name": "k", "timing": ["cuda_events"], "calls": 100, "sampled_calls": 30, "timed_calls": 20}
+    text = summary_text({"timing": "cuda_events", "kernels": [kernel]}, [], tmp_path)
+    assert "sampled 30 of 100 calls" in text
