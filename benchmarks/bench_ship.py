@@ -262,7 +262,9 @@ def run_kernel(kernel: str, args: argparse.Namespace, workloads: Path, deadline:
         record["skipped"] = f"not materialised: {workloads / kernel}"
         return record
     left = deadline - time.monotonic()
-    need = sum(MIN_STEP_S.values()) + args.search_s - CLI_STARTUP_S
+    reuse = args.reuse_runs is not None and (args.reuse_runs / kernel / "run" / "recheck.json").is_file()
+    need = (MIN_STEP_S["ship"] + MIN_STEP_S["retime"] if reuse
+            else sum(MIN_STEP_S.values()) + args.search_s - CLI_STARTUP_S)
     if left < need:
         record["skipped"] = f"{left:.0f} s left of the budget, this kernel needs about {need:.0f} s"
         return record
@@ -273,6 +275,11 @@ def run_kernel(kernel: str, args: argparse.Namespace, workloads: Path, deadline:
              ("validate", ["validate", str(run), "--per-bucket", str(args.per_bucket), "--rounds", str(args.rounds),
                            "--rep-ms", str(args.rep_ms), "--warmup-ms", "3"], 400),
              ("ship", ["ship", str(run), "--out", str(ship), "--json"], 120)]
+    earlier = args.reuse_runs / kernel / "run" if args.reuse_runs else None
+    if earlier is not None and (earlier / "recheck.json").is_file():  # an earlier call's validated run: ship it
+        shutil.copytree(earlier, run)
+        record["reused_run"] = str(earlier)
+        steps = steps[2:]
     for name, cmd, limit in steps:
         left = deadline - time.monotonic()
         if left < MIN_STEP_S[name] * 0.5:
@@ -318,7 +325,8 @@ def cost(run: Path, ship: Path, record: dict[str, Any]) -> dict[str, Any]:
     return {"evaluated": len(rows) - 1, "failed": sum(r.get("status") != "ok" for r in rows[1:]),
             "search_s": round(search_s, 1),
             "shape_evaluations_per_s": round((len(rows) - 1) * shapes / search_s, 2) if search_s else None,
-            "validate_s_per_shape": round(record["steps"]["validate"]["wall_s"] / shapes, 2),
+            "validate_s_per_shape": (round(record["steps"]["validate"]["wall_s"] / shapes, 2)
+                                     if "validate" in record["steps"] else None),  # None: a reused run's
             "buckets_seen": shipped.get("buckets_seen"), "buckets_changed": shipped.get("changed"),
             "rechecks": {"run": len(checks), "passed": sum(c.get("passed") == c.get("run") for c in checks),
                          "bit_identical": sum(bool(c.get("bit_identical")) for c in checks)}}
@@ -370,6 +378,8 @@ def main() -> int:
     parser.add_argument("--rep-ms", type=float, default=10.0, help="validate --rep-ms")
     parser.add_argument("--retime-rounds", type=int, default=10)
     parser.add_argument("--check", action="store_true", help="CPU only: campaigns, buckets, kernel copies")
+    parser.add_argument("--reuse-runs", type=Path, help="an earlier call's OUT: a kernel whose run there was "
+                        "validated is shipped and re-timed from it (no new search or validation)")
     parser.add_argument("--retime", metavar="KERNEL", help=argparse.SUPPRESS)
     parser.add_argument("--ship-dir", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--retime-out", type=Path, help=argparse.SUPPRESS)
