@@ -262,8 +262,10 @@ def run_kernel(kernel: str, args: argparse.Namespace, workloads: Path, deadline:
         record["skipped"] = f"not materialised: {workloads / kernel}"
         return record
     left = deadline - time.monotonic()
-    reuse = args.reuse_runs is not None and (args.reuse_runs / kernel / "run" / "recheck.json").is_file()
-    need = (MIN_STEP_S["ship"] + MIN_STEP_S["retime"] if reuse
+    earlier = args.reuse_runs / kernel / "run" if args.reuse_runs else None
+    if earlier is not None and not (earlier / "recheck.json").is_file():
+        earlier = None  # not validated there: searched and validated here
+    need = (MIN_STEP_S["ship"] + MIN_STEP_S["retime"] if earlier is not None
             else sum(MIN_STEP_S.values()) + args.search_s - CLI_STARTUP_S)
     if left < need:
         record["skipped"] = f"{left:.0f} s left of the budget, this kernel needs about {need:.0f} s"
@@ -275,8 +277,7 @@ def run_kernel(kernel: str, args: argparse.Namespace, workloads: Path, deadline:
              ("validate", ["validate", str(run), "--per-bucket", str(args.per_bucket), "--rounds", str(args.rounds),
                            "--rep-ms", str(args.rep_ms), "--warmup-ms", "3"], 400),
              ("ship", ["ship", str(run), "--out", str(ship), "--json"], 120)]
-    earlier = args.reuse_runs / kernel / "run" if args.reuse_runs else None
-    if earlier is not None and (earlier / "recheck.json").is_file():  # an earlier call's validated run: ship it
+    if earlier is not None:  # an earlier call's validated run: ship it
         shutil.copytree(earlier, run)
         record["reused_run"] = str(earlier)
         steps = steps[2:]
