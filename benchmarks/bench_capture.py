@@ -331,7 +331,7 @@ def part_helion(ctx: dict[str, Any], res: Results, deadline: float) -> None:
     captures = ctx["captures"]  # an earlier call's capture folders: only their campaigns run now
     capture_deadline = time.monotonic() + (0 if captures else ctx["capture_share"]) * (deadline - time.monotonic())
     rows: list[dict[str, Any]] = [{"example": m, "skipped": why} for m, why in found if why]
-    todo = [m for m, why in found if not why][:ctx["max_examples"]]
+    todo = [m for m, why in found if not why and (not ctx["only"] or m in ctx["only"])][:ctx["max_examples"]]
     if captures:
         ctx["work"].joinpath("helion").mkdir(parents=True, exist_ok=True)
         earlier = {r["example"]: r for r in csv.DictReader((captures / "helion_examples.csv").open())}
@@ -488,6 +488,8 @@ def main() -> int:
                              "objective columns), the campaign's process still capped at --campaign-s + 60 s "
                              "(H200, 2026-12-02: ten campaigns at once spent a 45 s wall clock on their start)")
     parser.add_argument("--max-examples", type=int, default=1000)
+    parser.add_argument("--only", default="", help="Helion programs to capture, comma-separated modules "
+                        "(examples.rms_norm,...): with --skip-ran, a call for the campaigns an earlier one never started")
     parser.add_argument("--captures", type=Path, default=None,
                         help="run the campaigns of an earlier call's Helion captures (its OUT: helion_examples.csv and "
                              "work/helion/), capturing nothing")
@@ -524,6 +526,7 @@ def main() -> int:
         "jobs": args.jobs, "profile": args.profile, "time_all": not args.no_time_all,
         "overhead_programs": [p.strip() for p in args.overhead_programs.split(",") if p.strip()],
         "example_s": args.example_s, "campaign_s": args.campaign_s, "max_examples": args.max_examples,
+        "only": {m.strip() for m in args.only.split(",") if m.strip()},
         "campaign_candidates": args.campaign_candidates, "campaign_jobs": args.campaign_jobs,
         "capture_share": args.capture_share, "captures": args.captures.resolve() if args.captures else None,
         "skip_ran": args.skip_ran.resolve() if args.skip_ran else None,

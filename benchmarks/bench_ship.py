@@ -14,7 +14,8 @@ Per kernel, exactly as a user runs it (each step a fresh ``paretotune`` process)
    caches pick each file; ``HELION_HEURISTIC_DIR`` unset), called as ``main()`` calls it (``kernel(*args)``), on
    every sweep shape: the config Helion picked for each copy (read back from the bound kernel), their outputs
    compared, then old, new and a second old (the control) timed on the same buffers in shuffled rounds with the
-   project's timing (``execution.timing.bench``, the method the kernel's ``use_cudagraph()`` names). Per shape:
+   project's timing (``execution.timing.bench``: CUDA graphs where the kernel's ``use_cudagraph()`` asks for them,
+   else the campaigns' ``timing: auto`` rule per shape, graphs under 50 µs). Per shape:
    speedup (old / new mean) with its bootstrap CI, the control's noise floor, the buckets changed; per kernel:
    geomean, worst shape, whether the worst is >= 1.00x within its noise floor.
 
@@ -156,7 +157,7 @@ def retime(kernel: str, workloads: Path, ship_dir: Path, out: Path, rounds: int,
 
     from paretotune.execution.arms import written_by
     from paretotune.execution.recheck import identical
-    from paretotune.execution.timing import bench, check_output
+    from paretotune.execution.timing import bench, check_output, choose_method
     from paretotune.kernels import workloads as factories
     from paretotune.kernels.helion import import_helion
     from paretotune.pareto.stats import Thresholds, compare, judge_control
@@ -165,7 +166,7 @@ def retime(kernel: str, workloads: Path, ship_dir: Path, out: Path, rounds: int,
     old, new = kernel_copies(workloads, kernel, ship_dir, out.parent / "retime-copies")
     summary = json.loads((ship_dir / "ship.json").read_text())
     module = sys.modules[f"ship_bench_old_{kernel}"]
-    method = "cudagraph" if getattr(module, "use_cudagraph", lambda: False)() else "events"
+    method = "cudagraph" if getattr(module, "use_cudagraph", lambda: False)() else "auto"
     tol = TOLERANCES.get(kernel, 1e-2)
     factory = getattr(factories, kernel)
     record: dict[str, Any] = {"kernel": kernel, "method": method, "rounds": rounds, "rep_ms": rep_ms,
@@ -202,7 +203,11 @@ def retime(kernel: str, workloads: Path, ship_dir: Path, out: Path, rounds: int,
             entry["output_check"] = check_output(got, expected, tol, tol) or "ok"
             arms = {"old": lambda: old(*args), "new": lambda: new(*args), "control": lambda: old(*args)}
             samples: dict[str, list[float]] = {k: [] for k in arms}
-            used = method
+            restore()
+            first = bench(arms["old"], warmup_ms, rep_ms, "events")
+            # the campaign's own rule (timing: auto) unless main() asks for graphs: single launches of a kernel
+            # of a few tens of µs under events carry the launch's jitter (floors of 6-60 %, h200_2026-12-03a)
+            used = method if method == "cudagraph" else choose_method("auto", first.median_ms)
             try:
                 restore()
                 bench(arms["old"], warmup_ms, rep_ms, used)
