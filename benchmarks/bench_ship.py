@@ -14,8 +14,8 @@ Per kernel, exactly as a user runs it (each step a fresh ``paretotune`` process)
    caches pick each file; ``HELION_HEURISTIC_DIR`` unset), called as ``main()`` calls it (``kernel(*args)``), on
    every sweep shape: the config Helion picked for each copy (read back from the bound kernel), their outputs
    compared, then old, new and a second old (the control) timed on the same buffers in shuffled rounds with the
-   project's timing (``execution.timing.bench``: CUDA graphs where the kernel's ``use_cudagraph()`` asks for them,
-   else the campaigns' ``timing: auto`` rule per shape, graphs under 50 µs). Per shape:
+   project's timing (``execution.timing.bench``: CUDA graphs, unless the graph-timed kernel runs 50 µs or more
+   and the kernel's ``use_cudagraph()`` does not ask for them: then events). Per shape:
    speedup (old / new mean) with its bootstrap CI, the control's noise floor, the buckets changed; per kernel:
    geomean, worst shape, whether the worst is >= 1.00x within its noise floor.
 
@@ -157,7 +157,7 @@ def retime(kernel: str, workloads: Path, ship_dir: Path, out: Path, rounds: int,
 
     from paretotune.execution.arms import written_by
     from paretotune.execution.recheck import identical
-    from paretotune.execution.timing import bench, check_output, choose_method
+    from paretotune.execution.timing import SHORT_KERNEL_MS, bench, check_output
     from paretotune.kernels import workloads as factories
     from paretotune.kernels.helion import import_helion
     from paretotune.pareto.stats import Thresholds, compare, judge_control
@@ -166,7 +166,7 @@ def retime(kernel: str, workloads: Path, ship_dir: Path, out: Path, rounds: int,
     old, new = kernel_copies(workloads, kernel, ship_dir, out.parent / "retime-copies")
     summary = json.loads((ship_dir / "ship.json").read_text())
     module = sys.modules[f"ship_bench_old_{kernel}"]
-    method = "cudagraph" if getattr(module, "use_cudagraph", lambda: False)() else "auto"
+    method = "cudagraph" if getattr(module, "use_cudagraph", lambda: False)() else "graphs under 50 us, else events"
     tol = TOLERANCES.get(kernel, 1e-2)
     factory = getattr(factories, kernel)
     record: dict[str, Any] = {"kernel": kernel, "method": method, "rounds": rounds, "rep_ms": rep_ms,
@@ -203,14 +203,14 @@ def retime(kernel: str, workloads: Path, ship_dir: Path, out: Path, rounds: int,
             entry["output_check"] = check_output(got, expected, tol, tol) or "ok"
             arms = {"old": lambda: old(*args), "new": lambda: new(*args), "control": lambda: old(*args)}
             samples: dict[str, list[float]] = {k: [] for k in arms}
-            restore()
-            first = bench(arms["old"], warmup_ms, rep_ms, "events")
-            # the campaign's own rule (timing: auto) unless main() asks for graphs: single launches of a kernel
-            # of a few tens of µs under events carry the launch's jitter (floors of 6-60 %, h200_2026-12-03a)
-            used = method if method == "cudagraph" else choose_method("auto", first.median_ms)
+            # graphs unless the kernel runs long (the campaigns' 50 µs rule, applied to the graph-timed GPU time):
+            # events around a call through Helion's dispatch time the dispatch (rms_norm M2048_N768: 78 µs under
+            # events, 3 µs of kernel), and single launches carry the launch's jitter (floors of 6-60 %,
+            # h200_2026-12-03a); main()'s use_cudagraph() keeps graphs at any length
             try:
                 restore()
-                bench(arms["old"], warmup_ms, rep_ms, used)
+                first = bench(arms["old"], warmup_ms, rep_ms, "cudagraph")
+                used = "cudagraph" if method == "cudagraph" or first.median_ms < SHORT_KERNEL_MS else "events"
             except Exception as exc:  # noqa: BLE001 - a kernel call CUDA graphs cannot capture: plain events
                 used, entry["cudagraph_error"] = "events", f"{type(exc).__name__}: {str(exc)[:200]}"
             entry["method"] = used
@@ -268,9 +268,10 @@ def run_kernel(kernel: str, args: argparse.Namespace, workloads: Path, deadline:
         return record
     left = deadline - time.monotonic()
     earlier = args.reuse_runs / kernel / "run" if args.reuse_runs else None
-    if earlier is not None and not (earlier / "recheck.json").is_file():
-        earlier = None  # not validated there: searched and validated here
-    need = (MIN_STEP_S["ship"] + MIN_STEP_S["retime"] if earlier is not None
+    if earlier is not None and not (earlier / ("results.jsonl" if args.revalidate else "recheck.json")).is_file():
+        earlier = None  # not searched (--revalidate) or not validated there: searched and validated here
+    reused = ("validate", "ship", "retime") if args.revalidate else ("ship", "retime")
+    need = (sum(MIN_STEP_S[s] for s in reused) if earlier is not None
             else sum(MIN_STEP_S.values()) + args.search_s - CLI_STARTUP_S)
     if left < need:
         record["skipped"] = f"{left:.0f} s left of the budget, this kernel needs about {need:.0f} s"
@@ -282,10 +283,10 @@ def run_kernel(kernel: str, args: argparse.Namespace, workloads: Path, deadline:
              ("validate", ["validate", str(run), "--per-bucket", str(args.per_bucket), "--rounds", str(args.rounds),
                            "--rep-ms", str(args.rep_ms), "--warmup-ms", "3"], 400),
              ("ship", ["ship", str(run), "--out", str(ship), "--json"], 120)]
-    if earlier is not None:  # an earlier call's validated run: ship it
+    if earlier is not None:  # an earlier call's run: ship it (validated there), or validate it again first
         shutil.copytree(earlier, run)
         record["reused_run"] = str(earlier)
-        steps = steps[2:]
+        steps = steps[1:] if args.revalidate else steps[2:]
     for name, cmd, limit in steps:
         left = deadline - time.monotonic()
         if left < MIN_STEP_S[name] * 0.5:
@@ -304,7 +305,7 @@ def run_kernel(kernel: str, args: argparse.Namespace, workloads: Path, deadline:
     try:
         proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--retime", kernel, "--workloads",
                                str(workloads), "--ship-dir", str(ship), "--retime-out", str(retime_json),
-                               "--rounds", str(args.retime_rounds), "--deadline-s", str(max(left - 15, 10))],
+                               "--retime-rounds", str(args.retime_rounds), "--deadline-s", str(max(left - 15, 10))],
                               capture_output=True, text=True, timeout=max(left, 10), cwd=ROOT)
         (folder / "retime.log").write_text(proc.stdout + proc.stderr)
         code = proc.returncode
@@ -386,6 +387,8 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="CPU only: campaigns, buckets, kernel copies")
     parser.add_argument("--reuse-runs", type=Path, help="an earlier call's OUT: a kernel whose run there was "
                         "validated is shipped and re-timed from it (no new search or validation)")
+    parser.add_argument("--revalidate", action="store_true", help="with --reuse-runs: validate the earlier run "
+                        "again (here, with this code's rules) before shipping it; any finished run is taken")
     parser.add_argument("--retime", metavar="KERNEL", help=argparse.SUPPRESS)
     parser.add_argument("--ship-dir", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--retime-out", type=Path, help=argparse.SUPPRESS)

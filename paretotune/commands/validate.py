@@ -26,6 +26,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup-ms", type=float, default=10.0)
     parser.add_argument("--alpha", type=float, default=0.01)
     parser.add_argument("--min-effect", type=float, default=0.5)
+    parser.add_argument("--max-control-bias", type=float, metavar="F",
+                        help="a control that differs from the baseline by at most F (its CI's far end, e.g. 0.005) "
+                             "sets the shape's noise floor instead of voiding it (default 0.005; 0: any difference "
+                             "voids the shape)")
     parser.add_argument("--json", action="store_true", help="print the verdicts as JSON instead of a table")
     parser.add_argument("--per-bucket", type=int, metavar="N",
                         help="for `paretotune ship`: per bucket of the kernel's heuristic, the N candidates the search "
@@ -37,6 +41,10 @@ def main(args: argparse.Namespace) -> int:
     from paretotune.front import open_run
 
     run = open_run(args.run_dir)  # a damaged or wrong folder is named first: it needs fixing on any machine
+    if args.max_control_bias is not None and not 0 <= args.max_control_bias < 1:
+        from paretotune.errors import UserError
+
+        raise UserError(f"--max-control-bias: must be in [0, 1) (a fraction, e.g. 0.005), got {args.max_control_bias}")
     require_gpu_to_validate(run, "paretotune validate (it re-measures runtimes)")  # then, before any measuring
     candidates, shapes_of = args.candidates, None
     if args.per_bucket is not None:
@@ -48,7 +56,7 @@ def main(args: argparse.Namespace) -> int:
         candidates, shapes_of = per_bucket_candidates(args.run_dir, args.per_bucket)
     result = validate_run(args.run_dir, candidates=candidates, top=args.top, rounds=args.rounds,
                           rep_ms=args.rep_ms, warmup_ms=args.warmup_ms, alpha=args.alpha,
-                          min_effect=args.min_effect, shapes_of=shapes_of)
+                          min_effect=args.min_effect, shapes_of=shapes_of, max_control_bias=args.max_control_bias)
     if args.json:
         print(verdicts_json(result.verdicts, args.run_dir, result.controls))
         return 0
@@ -85,8 +93,9 @@ def render(verdicts: pd.DataFrame, controls: dict[str, Any], best_no_acf: dict[s
     for shape, control in controls.items():
         lines += ["", f"shape {shape}:"]
         if control["reliable"]:
+            biased = ", a significant bias within the bound" if control.get("biased") else ""
             lines.append(f"  noise floor: control {control['speedup']:.4f}x, deviation {control['deviation']:.2%} "
-                         f"(CI {control['deviation_low']:.2%}..{control['floor']:.2%}); winners need CI low > "
+                         f"(CI {control['deviation_low']:.2%}..{control['floor']:.2%}{biased}); winners need CI low > "
                          f"{1 + control['floor']:.4f}")
         else:
             lines.append(f"  unreliable: {control['reason']}")

@@ -3,8 +3,9 @@
 Every chosen candidate with an ACF is measured beside its no-ACF twin (the same config, compiler defaults),
 so each shape reports three ratios: total (candidate vs baseline), config-only (twin vs baseline) and
 ACF-only (candidate vs twin). The baseline-vs-baseline control gates each shape two-sided
-(:func:`paretotune.pareto.stats.judge_control`): a shape whose control differs is unreliable, its verdicts
-are void and no artifact is written; a reliable control's noise floor raises the winners' CI bar.
+(:func:`paretotune.pareto.stats.judge_control`): a shape whose control differs (by more than a bounded bias) is
+unreliable, its verdicts are void and no artifact is written; a reliable control's noise floor raises the
+winners' CI bar.
 """
 from __future__ import annotations
 
@@ -140,12 +141,13 @@ def measure_in_fresh_process(run: RunDir, arms: list[dict[str, Any]], rounds: in
 def validate_run(run_dir: Path, *, candidates: list[int] | None, top: int, rounds: int, rep_ms: float,
                  warmup_ms: float, alpha: float, min_effect: float,
                  measure: Measure = measure_in_fresh_process, shapes_of: dict[int, list[str]] | None = None,
-                 recheck: Recheck | None | str = "auto") -> Validation:
+                 recheck: Recheck | None | str = "auto", max_control_bias: float | None = None) -> Validation:
     """Choose, measure (``measure``: the GPU, in a fresh process), gate, judge, attribute, re-check the winners,
     write the files. ``shapes_of``: candidate id -> the only shapes to measure it on (``--per-bucket``).
     ``recheck``: how each winner is re-checked on each shape it won (``auto``: in fresh GPU processes when
     ``measure`` is the GPU's, else not at all; the run then has no ``recheck.json`` and ships nothing)."""
     from paretotune.pareto.attribution import best_without_acf
+    from paretotune.pareto.stats import MAX_CONTROL_BIAS
 
     run = RunDir.open(run_dir)  # a damaged run is refused before anything is measured
     results = run.results()
@@ -169,7 +171,8 @@ def validate_run(run_dir: Path, *, candidates: list[int] | None, top: int, round
             arm["shapes"] = sorted({s for c in mine for s in c["shapes"]})
     measured = measure(run, chosen + extra_arms, rounds, warmup_ms, rep_ms)
     twin_ids = {a["candidate_id"] for a in extra_arms}
-    verdicts, controls = judge_measured(measured, twin_of, twin_ids, alpha=alpha, min_effect=min_effect)
+    verdicts, controls = judge_measured(measured, twin_of, twin_ids, alpha=alpha, min_effect=min_effect,
+                                        max_control_bias=max_control_bias)
     acf_of = {c["candidate_id"]: Path(c["acf_path"]).stem if c["acf_path"] else "" for c in chosen}
     verdicts["acf"] = [acf_of.get(int(c), "") for c in verdicts["candidate_id"]]  # "": compiler defaults
     best = best_without_acf(results, run.objective_columns())
@@ -177,6 +180,7 @@ def validate_run(run_dir: Path, *, candidates: list[int] | None, top: int, round
     verdicts.to_csv(run.path / "validation.csv", index=False)
     (run.path / "validation.json").write_text(json.dumps({
         "rounds": rounds, "rep_ms": rep_ms, "warmup_ms": warmup_ms, "alpha": alpha, "min_effect": min_effect,
+        "max_control_bias": MAX_CONTROL_BIAS if max_control_bias is None else max_control_bias,
         "controls": controls, "twin_of": {str(k): v for k, v in twin_of.items()}, "best_no_acf": best,
         "verdicts": json.loads(verdicts.to_json(orient="records")), "samples": measured}, indent=1, default=str))
     checked = recheck_winners(run, verdicts, chosen, measure, recheck)
@@ -221,7 +225,8 @@ def _recheck_on_gpu(run: RunDir, jobs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def judge_measured(measured: dict[str, Any], twin_of: dict[int, int], twin_ids: set[int], *, alpha: float,
-                   min_effect: float) -> tuple[pd.DataFrame, dict[str, Any]]:
+                   min_effect: float, max_control_bias: float | None = None
+                   ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Per shape: gate on the control, judge every arm against the baseline (Holm over the shape's arms,
     the noise floor added to the CI bar), and attribute each ACF candidate's speedup against its twin."""
     from paretotune.pareto.stats import Thresholds, judge_control, validate_front
@@ -230,8 +235,9 @@ def judge_measured(measured: dict[str, Any], twin_of: dict[int, int], twin_ids: 
     for shape, data in measured.items():
         samples = data["samples"]
         arms = {int(k): v for k, v in samples.items() if k != "baseline"}
+        bias = {} if max_control_bias is None else {"max_control_bias": max_control_bias}  # None: the default
         control = judge_control(samples["baseline"], arms[CONTROL_ID],
-                                thresholds=Thresholds(alpha=alpha, min_effect=min_effect))
+                                thresholds=Thresholds(alpha=alpha, min_effect=min_effect, **bias))
         controls[shape] = asdict(control)
         floor = control.floor if control.reliable and math.isfinite(control.floor) else 0.0
         thresholds = Thresholds(alpha=alpha, min_effect=min_effect, noise_floor=floor)

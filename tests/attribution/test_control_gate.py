@@ -91,6 +91,31 @@ def test_a_control_off_by_two_percent_voids_every_verdict() -> None:
     assert winners(table) == []
 
 
+def test_a_small_significant_control_bias_sets_the_floor_instead_of_voiding_the_shape() -> None:
+    # the H200 case (rms_norm M589824_N256, 2026-12-03): a control 0.26 % slower at p=0.001 on tight samples
+    base, control = timings(0.150, 0.0002, seed=11), timings(0.1504, 0.0002, seed=12)
+    strict = judge_control(base, control, thresholds=Thresholds(max_control_bias=0.0))
+    assert not strict.reliable and not strict.biased and "over the 0.00% a bias may be" in strict.reason
+    check = judge_control(base, control)  # the default bound, 0.5 %
+    assert check.reliable and check.biased and check.reason == ""
+    assert check.ci_high < 1 and check.p_value < 0.01  # it does differ ...
+    assert check.deviation < check.floor <= 0.005  # ... and its CI's far end is the floor a winner must clear
+    assert check.floor == pytest.approx(1 - check.ci_low)
+
+
+def test_a_biased_control_keeps_the_verdicts_that_clear_its_floor_only() -> None:
+    data = measured(0.3008)  # a 0.27 % slower control
+    data["wide"]["samples"]["5"] = timings(0.2995, 0.0006, seed=20)  # 0.17 % faster: inside the bias
+    table, controls = judge_measured(data, {7: -2}, {-2}, alpha=0.01, min_effect=0.5)
+    assert controls["wide"]["reliable"] and controls["wide"]["biased"]
+    assert not table.loc[table["role"] == "control", "significant"].item()  # not flagged: the shape is judged
+    assert winners(table) == [7, 9]
+    small = table[table["candidate_id"] == 5].iloc[0]
+    assert small["speedup"] > 1 and not small["significant"] and "noise floor" in small["failed"]
+    void, _ = judge_measured(data, {7: -2}, {-2}, alpha=0.01, min_effect=0.5, max_control_bias=0.0)
+    assert winners(void) == []
+
+
 def test_twin_arms_reuse_the_control_and_recorded_twins() -> None:
     import pandas as pd
 
