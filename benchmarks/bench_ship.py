@@ -14,8 +14,8 @@ Per kernel, exactly as a user runs it (each step a fresh ``paretotune`` process)
    caches pick each file; ``HELION_HEURISTIC_DIR`` unset), called as ``main()`` calls it (``kernel(*args)``), on
    every sweep shape: the config Helion picked for each copy (read back from the bound kernel), their outputs
    compared, then old, new and a second old (the control) timed on the same buffers in shuffled rounds with the
-   project's timing (``execution.timing.bench``: CUDA graphs, unless the graph-timed kernel runs 50 µs or more
-   and the kernel's ``use_cudagraph()`` does not ask for them: then events). Per shape:
+   project's timing (``execution.timing.bench`` with CUDA graphs, events only where a call cannot be captured: the
+   kernel's GPU time, not Helion's per-call dispatch). Per shape:
    speedup (old / new mean) with its bootstrap CI, the control's noise floor, the buckets changed; per kernel:
    geomean, worst shape, whether the worst is >= 1.00x within its noise floor.
 
@@ -157,7 +157,7 @@ def retime(kernel: str, workloads: Path, ship_dir: Path, out: Path, rounds: int,
 
     from paretotune.execution.arms import written_by
     from paretotune.execution.recheck import identical
-    from paretotune.execution.timing import SHORT_KERNEL_MS, bench, check_output
+    from paretotune.execution.timing import bench, check_output
     from paretotune.kernels import workloads as factories
     from paretotune.kernels.helion import import_helion
     from paretotune.pareto.stats import Thresholds, compare, judge_control
@@ -165,8 +165,7 @@ def retime(kernel: str, workloads: Path, ship_dir: Path, out: Path, rounds: int,
     import_helion()
     old, new = kernel_copies(workloads, kernel, ship_dir, out.parent / "retime-copies")
     summary = json.loads((ship_dir / "ship.json").read_text())
-    module = sys.modules[f"ship_bench_old_{kernel}"]
-    method = "cudagraph" if getattr(module, "use_cudagraph", lambda: False)() else "graphs under 50 us, else events"
+    method = "cudagraph"  # per shape: events where a call cannot be captured
     tol = TOLERANCES.get(kernel, 1e-2)
     factory = getattr(factories, kernel)
     record: dict[str, Any] = {"kernel": kernel, "method": method, "rounds": rounds, "rep_ms": rep_ms,
@@ -203,14 +202,14 @@ def retime(kernel: str, workloads: Path, ship_dir: Path, out: Path, rounds: int,
             entry["output_check"] = check_output(got, expected, tol, tol) or "ok"
             arms = {"old": lambda: old(*args), "new": lambda: new(*args), "control": lambda: old(*args)}
             samples: dict[str, list[float]] = {k: [] for k in arms}
-            # graphs unless the kernel runs long (the campaigns' 50 µs rule, applied to the graph-timed GPU time):
-            # events around a call through Helion's dispatch time the dispatch (rms_norm M2048_N768: 78 µs under
-            # events, 3 µs of kernel), and single launches carry the launch's jitter (floors of 6-60 %,
-            # h200_2026-12-03a); main()'s use_cudagraph() keeps graphs at any length
+            # graphs at every length: events around a call through Helion's dispatch time the dispatch too (rms_norm
+            # M2048_N768: 78 µs under events, 3 µs of kernel; M145956_N384, 47 µs of kernel: floor 17.5 % under
+            # events, h200_2026-12-03b), and single launches carry the launch's jitter (floors of 6-60 %,
+            # h200_2026-12-03a); the dispatch is the same code for both heuristic files
+            used = "cudagraph"
             try:
                 restore()
-                first = bench(arms["old"], warmup_ms, rep_ms, "cudagraph")
-                used = "cudagraph" if method == "cudagraph" or first.median_ms < SHORT_KERNEL_MS else "events"
+                bench(arms["old"], warmup_ms, rep_ms, used)
             except Exception as exc:  # noqa: BLE001 - a kernel call CUDA graphs cannot capture: plain events
                 used, entry["cudagraph_error"] = "events", f"{type(exc).__name__}: {str(exc)[:200]}"
             entry["method"] = used

@@ -7,6 +7,9 @@ order: a later call's row for the same (program, kernel) replaces an earlier one
 ``--captures``). Writes a CSV and prints the counts::
 
     python benchmarks/breadth_table.py --out breadth.csv CALL_B_OUT CALL_D_OUT
+    python benchmarks/breadth_table.py --base breadth.csv --out breadth2.csv CALL_E_OUT   # a later call on top
+
+``--base``: an earlier table (its call folders need not be kept), whose rows the calls' rows replace.
 
 The acf-only result is the search's own best worst-shape speedup over the baseline (A/B-paired on shared
 buffers, but measured while other campaigns shared the GPU): a lead, not a validated figure.
@@ -109,12 +112,26 @@ def table(calls: list[Path]) -> list[dict[str, Any]]:
     return sorted(out, key=lambda r: (r["program"], r.get("kernel") or ""))
 
 
+def on_top(base: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``base`` (an earlier table's rows) with ``rows`` replacing each (program, kernel) they have; a program's
+    row without a kernel goes where the program now has kernel rows."""
+    key = lambda r: (r["program"], r.get("kernel") or "")  # noqa: E731
+    merged = {key(r): r for r in base}
+    with_kernels = {r["program"] for r in rows if r.get("kernel")}
+    merged = {k: r for k, r in merged.items() if not (k[1] == "" and k[0] in with_kernels)}
+    merged.update({key(r): r for r in rows})
+    return sorted(merged.values(), key=key)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("calls", nargs="+", type=Path, help="bench_capture.py output folders, earliest first")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--base", type=Path, help="an earlier breadth table the calls' rows replace rows of")
     args = parser.parse_args()
     rows = table(args.calls)
+    if args.base:
+        rows = on_top(_rows(args.base), rows)
     with args.out.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=FIELDS)
         writer.writeheader()
