@@ -18,7 +18,8 @@ import pandas as pd
 
 RULE = ("a bucket changes only if one candidate is a validated winner on every campaign shape in it (its "
         "speedup CI clears 1 + that shape's noise floor, Holm-adjusted p < alpha, Cohen's d above the minimum, "
-        "the shape's baseline-vs-baseline control reliable) and passed its re-check against its no-ACF twin on "
+        "the shape's baseline-vs-baseline control reliable, or off by a bias within the bound that then is its "
+        "noise floor) and passed its re-check against its no-ACF twin on "
         "fresh inputs on each of them; among such candidates the highest geomean speedup over the bucket's "
         "shapes wins, then the best worst shape. Every other bucket keeps its old config untouched.")
 
