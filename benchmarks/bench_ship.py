@@ -203,7 +203,7 @@ def retime(kernel: str, workloads: Path, ship_dir: Path, out: Path, rounds: int,
             arms = {"old": lambda: old(*args), "new": lambda: new(*args), "control": lambda: old(*args)}
             samples: dict[str, list[float]] = {k: [] for k in arms}
             # graphs at every length: events around a call through Helion's dispatch time the dispatch too (rms_norm
-            # M2048_N768: 78 µs under events, 3 µs of kernel; M145956_N384, 47 µs of kernel: floor 17.5 % under
+            # M2048_N768: 78 µs under events, 3 µs of kernel; M145956_N384, 57 µs of kernel: floor 17.5 % under
             # events, h200_2026-12-03b), and single launches carry the launch's jitter (floors of 6-60 %,
             # h200_2026-12-03a); the dispatch is the same code for both heuristic files
             used = "cudagraph"
