@@ -222,7 +222,25 @@ def open_shape(adapter: KernelAdapter, shape: Shape, device: str, seed: int, set
     first = arms.time(baseline, timer).median_ms if setting == "auto" else None
     arms.method = choose_method(setting, first)
     arms.method_source = "the baseline's first events timing" if setting == "auto" else "evaluation.timing"
+    if setting == "auto" and arms.method == "cudagraph":
+        try:  # a call that syncs with the host inside cannot be captured: its shape is timed with events
+            arms.time(baseline, timer)
+        except Exception as exc:  # noqa: BLE001 - only a failed capture is answered here; the rest is raised
+            if not capture_failed(exc):
+                raise
+            said = (str(exc).strip().splitlines() or [""])[0][:160]
+            arms.method = "events"
+            arms.method_source = (f"the baseline's first events timing; CUDA graphs could not capture its call "
+                                  f"({type(exc).__name__}: {said})")
     return arms
+
+
+def capture_failed(exc: BaseException) -> bool:
+    """Did a CUDA graph capture fail (the call synchronised with the host, or launched what graphs cannot hold)?
+    Helion's low_mem_dropout example: "operation failed due to a previous error during capture" (H200,
+    2026-12-03). Capture errors invalidate the capture, not the CUDA context, so events can time the shape."""
+    text = f"{type(exc).__name__}: {exc}".lower()
+    return "capture" in text or "capturing" in text
 
 
 def arms_notes(arms: ShapeArms) -> dict[str, Any]:

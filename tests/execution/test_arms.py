@@ -212,7 +212,41 @@ def test_auto_timing_follows_the_baseline_first_measurement_and_is_recorded(firs
     result = measure(adapter, SimpleNamespace(shapes=SHAPES[:1]), JOBS[0], {}, cpu_evaluation(timing="auto"),
                      timer=fixed_timer(adapter, first_ms, calls))
     assert result["small"]["timing"] == expected
-    assert calls == ["events", expected, expected]  # the first look, then baseline and candidate alike
+    # the first look (graphs: and one graph timing, to see the call can be captured), then baseline and candidate
+    assert calls == ["events"] + ["cudagraph"] * (expected == "cudagraph") + [expected, expected]
+
+
+def capture_refusing_timer(adapter: ScaleAdapter, calls: list[TimingMethod], error: str
+                           ) -> Callable[[Callable[[], Any], TimingMethod], Timing]:
+    """A short kernel (30 µs under events) whose call raises ``error`` when captured into a CUDA graph."""
+    inner = fixed_timer(adapter, 0.03, calls)
+
+    def timer(fn: Callable[[], Any], method: TimingMethod) -> Timing:
+        if method == "cudagraph":
+            calls.append(method)
+            raise RuntimeError(error)
+        return inner(fn, method)
+
+    return timer
+
+
+def test_a_call_cuda_graphs_cannot_capture_is_timed_with_events_and_says_why() -> None:
+    adapter = ScaleAdapter()
+    calls: list[TimingMethod] = []
+    error = "CUDA error: operation failed due to a previous error during capture"  # Helion's low_mem_dropout
+    result = measure(adapter, SimpleNamespace(shapes=SHAPES[:1]), JOBS[0], {}, cpu_evaluation(timing="auto"),
+                     timer=capture_refusing_timer(adapter, calls, error))
+    assert result["small"]["timing"] == "events"
+    source = result["small"]["timing_source"]
+    assert "could not capture" in source and "during capture" in source
+    assert calls == ["events", "cudagraph", "events", "events"]
+
+
+def test_any_other_error_of_the_graph_trial_is_the_baseline_s_failure() -> None:
+    adapter = ScaleAdapter()
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        open_shape(adapter, SHAPES[0], "cpu", 0, "auto",
+                   capture_refusing_timer(adapter, [], "CUDA error: an illegal memory access was encountered"))
 
 
 def test_forced_timing_method_skips_the_first_look() -> None:

@@ -130,6 +130,29 @@ def test_short_kernel_is_timed_with_cuda_graphs() -> None:
     assert len(timing.samples_ms) >= 5 and 0 < timing.median_ms < 0.05
 
 
+class HostSyncing(Recording):
+    """A short kernel whose call also reads a value back to the host (``.item()``): CUDA graphs cannot capture it."""
+
+    def prepare(self, config: Mapping[str, Any], shape: Shape, acf: Path | None, inputs: Inputs) -> Prepared:
+        prepared = self.inner.prepare(config, shape, acf, inputs)
+        inner_launch = prepared.launch
+
+        def launch() -> Any:
+            out = inner_launch()
+            next(v for v in inputs.values() if hasattr(v, "sum")).sum().item()
+            return out
+
+        return dataclasses.replace(prepared, launch=launch)
+
+
+def test_a_call_graphs_cannot_capture_is_timed_with_events_on_a_context_still_good() -> None:
+    adapter = HostSyncing(_scale(reference=True))
+    arms = open_shape(adapter, Shape("n", {"N": 1 << 16}), DEVICE, 0, "auto", gpu_timer(2, 5))
+    assert arms.method == "events" and "could not capture" in arms.method_source, arms.method_source
+    timing = arms.time(arms.baseline, gpu_timer(2, 5))  # the failed capture left the CUDA context usable
+    assert len(timing.samples_ms) >= 5 and timing.median_ms > 0
+
+
 def test_helion_launch_is_timed_under_cuda_graphs() -> None:
     from paretotune.kernels.bundled.helion_rms_norm import helion_rms_norm
     from paretotune.kernels.helion import HelionAdapter
