@@ -5,6 +5,7 @@ so :func:`export_for_triton` sets the build environment before Triton is importe
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -161,12 +162,35 @@ def stats_from_log(log: str, kernel_name: str, *, num_warps: int, dynamic_shared
                       dynamic_shared=dynamic_shared, num_warps=num_warps, compile_s=0.0)
 
 
+REG_ALLOC_FLAG = "--regAllocOptLevel=2"
+
+
+@functools.cache
+def triton_passes_reg_alloc_flag() -> bool:
+    """Does the installed Triton pass ``--regAllocOptLevel=2`` to ptxas (its workaround for a ptxas 13.x bug, in
+    newer releases: 3.9 does)? Read from its NVIDIA backend's source text, never by importing Triton (that must
+    wait for :func:`export_for_triton`). Without the flag, 3 of 40 sampled ACFs gave machine code other than
+    Triton's on the bundled softmax (2026-12-03, triton 3.9), so static figures would not be the launched build's."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("triton")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    for root in spec.submodule_search_locations:
+        source = Path(root) / "backends" / "nvidia" / "compiler.py"
+        if source.is_file():
+            return REG_ALLOC_FLAG in source.read_text(errors="replace")
+    return False
+
+
 def ptxas_flags(target: TargetArch, acf: Path | None, *, enable_fp_fusion: bool = True) -> list[str]:
-    """The flags Triton passes to ptxas, so our build equals the one Triton launches."""
+    """The flags Triton passes to ptxas, in its order, so our build equals the one Triton launches."""
     flags = ["-lineinfo"]
     if not enable_fp_fusion:
         flags.append("--fmad=false")
     flags.append("-v")
+    if triton_passes_reg_alloc_flag():
+        flags.append(REG_ALLOC_FLAG)
     if acf is not None:
         flags += ["--apply-controls", str(acf)]
     flags.append(f"--gpu-name={target.gpu_name}")
