@@ -165,7 +165,11 @@ def retime(kernel: str, workloads: Path, ship_dir: Path, out: Path, rounds: int,
     import_helion()
     old, new = kernel_copies(workloads, kernel, ship_dir, out.parent / "retime-copies")
     summary = json.loads((ship_dir / "ship.json").read_text())
-    method = "cudagraph"  # per shape: events where a call cannot be captured
+    # graphs at every length: events around a call through Helion's dispatch time the dispatch too (rms_norm
+    # M2048_N768: 78 µs under events, 3 µs of kernel; M145956_N384, 57 µs of kernel: floor 17.5 % under events,
+    # h200_2026-12-03b), and single launches carry the launch's jitter (floors of 6-60 %, h200_2026-12-03a); the
+    # dispatch is the same code for both heuristic files. Per shape: events where a call cannot be captured
+    method = "cudagraph"
     tol = TOLERANCES.get(kernel, 1e-2)
     factory = getattr(factories, kernel)
     record: dict[str, Any] = {"kernel": kernel, "method": method, "rounds": rounds, "rep_ms": rep_ms,
@@ -202,11 +206,7 @@ def retime(kernel: str, workloads: Path, ship_dir: Path, out: Path, rounds: int,
             entry["output_check"] = check_output(got, expected, tol, tol) or "ok"
             arms = {"old": lambda: old(*args), "new": lambda: new(*args), "control": lambda: old(*args)}
             samples: dict[str, list[float]] = {k: [] for k in arms}
-            # graphs at every length: events around a call through Helion's dispatch time the dispatch too (rms_norm
-            # M2048_N768: 78 µs under events, 3 µs of kernel; M145956_N384, 57 µs of kernel: floor 17.5 % under
-            # events, h200_2026-12-03b), and single launches carry the launch's jitter (floors of 6-60 %,
-            # h200_2026-12-03a); the dispatch is the same code for both heuristic files
-            used = "cudagraph"
+            used = method
             try:
                 restore()
                 bench(arms["old"], warmup_ms, rep_ms, used)

@@ -171,8 +171,9 @@ def validate_run(run_dir: Path, *, candidates: list[int] | None, top: int, round
             arm["shapes"] = sorted({s for c in mine for s in c["shapes"]})
     measured = measure(run, chosen + extra_arms, rounds, warmup_ms, rep_ms)
     twin_ids = {a["candidate_id"] for a in extra_arms}
+    bound = MAX_CONTROL_BIAS if max_control_bias is None else max_control_bias
     verdicts, controls = judge_measured(measured, twin_of, twin_ids, alpha=alpha, min_effect=min_effect,
-                                        max_control_bias=max_control_bias)
+                                        max_control_bias=bound)
     acf_of = {c["candidate_id"]: Path(c["acf_path"]).stem if c["acf_path"] else "" for c in chosen}
     verdicts["acf"] = [acf_of.get(int(c), "") for c in verdicts["candidate_id"]]  # "": compiler defaults
     best = best_without_acf(results, run.objective_columns())
@@ -180,7 +181,7 @@ def validate_run(run_dir: Path, *, candidates: list[int] | None, top: int, round
     verdicts.to_csv(run.path / "validation.csv", index=False)
     (run.path / "validation.json").write_text(json.dumps({
         "rounds": rounds, "rep_ms": rep_ms, "warmup_ms": warmup_ms, "alpha": alpha, "min_effect": min_effect,
-        "max_control_bias": MAX_CONTROL_BIAS if max_control_bias is None else max_control_bias,
+        "max_control_bias": bound,
         "controls": controls, "twin_of": {str(k): v for k, v in twin_of.items()}, "best_no_acf": best,
         "verdicts": json.loads(verdicts.to_json(orient="records")), "samples": measured}, indent=1, default=str))
     checked = recheck_winners(run, verdicts, chosen, measure, recheck)
@@ -232,10 +233,10 @@ def judge_measured(measured: dict[str, Any], twin_of: dict[int, int], twin_ids: 
     from paretotune.pareto.stats import Thresholds, judge_control, validate_front
 
     tables, controls = [], {}
+    bias = {} if max_control_bias is None else {"max_control_bias": max_control_bias}  # None: Thresholds' default
     for shape, data in measured.items():
         samples = data["samples"]
         arms = {int(k): v for k, v in samples.items() if k != "baseline"}
-        bias = {} if max_control_bias is None else {"max_control_bias": max_control_bias}  # None: the default
         control = judge_control(samples["baseline"], arms[CONTROL_ID],
                                 thresholds=Thresholds(alpha=alpha, min_effect=min_effect, **bias))
         controls[shape] = asdict(control)

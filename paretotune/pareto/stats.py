@@ -243,11 +243,11 @@ def judge_control(baseline: Sequence[float], control: Sequence[float], *,
         problems.append(f"p={p:.2g} < {thresholds.alpha}")
     if np.isfinite(low) and (low > 1 or high < 1):
         problems.append(f"{1 - thresholds.alpha:.0%} CI [{low:.4f}, {high:.4f}] excludes 1")
-    if not (np.isfinite(low) and np.isfinite(high)):
+    finite = bool(np.isfinite(low) and np.isfinite(high))
+    if not finite:
         problems.append("no bootstrap CI")
     distances = sorted((abs(1 - low), abs(1 - high)))
     holds_one = bool(low <= 1 <= high)
-    finite = bool(np.isfinite(low) and np.isfinite(high))
     biased = bool(problems) and finite and distances[1] <= thresholds.max_control_bias
     if biased:
         problems = []
