@@ -169,8 +169,9 @@ REG_ALLOC_FLAG = "--regAllocOptLevel=2"
 def triton_passes_reg_alloc_flag() -> bool:
     """Does the installed Triton pass ``--regAllocOptLevel=2`` to ptxas (its workaround for a ptxas 13.x bug, in
     newer releases: 3.9 does)? Read from its NVIDIA backend's source text, never by importing Triton (that must
-    wait for :func:`export_for_triton`). Without the flag, 3 of 40 sampled ACFs gave machine code other than
-    Triton's on the bundled softmax (2026-12-03, triton 3.9), so static figures would not be the launched build's."""
+    wait for :func:`export_for_triton`). Without the flag, 2 of 120 sampled ACFs gave machine code other than
+    Triton's on the bundled softmax (triton 3.9, ``benchmarks/results/static_build_devbox.json``), so static
+    figures would not be the launched build's."""
     import importlib.util
 
     spec = importlib.util.find_spec("triton")

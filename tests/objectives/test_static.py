@@ -66,8 +66,8 @@ def test_objectives_read_the_build_with_their_directions() -> None:
         Registers().value(ShapeMeasurement(shape="s", target=SM90))
 
 
-# A CompileIQ sample whose build differs unless ptxas gets Triton's --regAllocOptLevel=2 as well (triton 3.9: 3 of
-# 40 samples did, 2026-12-03): a random sample alone finds that one run in thirteen
+# A CompileIQ sample whose build differs unless ptxas gets Triton's --regAllocOptLevel=2 as well (triton 3.9: 2 of
+# 120 samples did, benchmarks/results/static_build_devbox.json): a random sample alone rarely finds one
 REG_ALLOC_SENSITIVE_ACF = Path(__file__).resolve().parents[1] / "fixtures" / "acfs" / "regalloc_sensitive.acf"
 
 
