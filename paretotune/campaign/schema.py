@@ -253,9 +253,10 @@ class EvaluationSpec(_Strict):
     # 0: the baseline is re-timed right before every candidate (A/B pairs). N > 0: only once its last timing is
     # N seconds old (saves a timing per candidate; drift between the two grows with N).
     baseline_interval_s: float = Field(default=0.0, ge=0)
-    # How each shape's arms are timed: CUDA events per launch (do_bench), CUDA-graph replays (no host launch gaps;
-    # for kernels under ~50 us), or auto: graphs when the baseline's first events median is under 50 us.
-    timing: Literal["auto", "events", "cudagraph"] = "auto"
+    # How each shape's arms are timed. auto ranks by a GPU-side clock: CUDA-graph replays for calls under ~50 us
+    # of GPU time, CUPTI kernel time (L2 flushed) above that or where graphs cannot capture the call; events only
+    # where neither works. cupti / cudagraph / events name one method (events: host time enters the figure).
+    timing: Literal["auto", "events", "cudagraph", "cupti"] = "auto"
 
     @field_validator("device")
     @classmethod

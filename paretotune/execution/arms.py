@@ -23,11 +23,13 @@ code runs in tests.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from paretotune.execution.timing import Timer, Timing, TimingMethod, TimingSetting, check_output, choose_method
+from paretotune.execution.timing import (ClockUnavailable, Timer, Timing, TimingMethod,
+                                        TimingSetting, check_output, choose_method)
 from paretotune.kernels.base import Inputs, KernelAdapter, Prepared
 from paretotune.records import Shape
 
@@ -109,14 +111,16 @@ def poison_is_safe(base: Prepared, leaves: list[Any], pristine: list[Any], retur
 
 
 def check_candidate(adapter: KernelAdapter, config: dict[str, Any], shape: Shape, acf: Path | None, device: str,
-                    seed: int) -> str | None:
+                    seed: int, waiting: Callable[[], None] = lambda: None) -> str | None:
     """None if the candidate's output on fresh inputs (from ``seed``) matches the expected one, else why not.
 
     Expected: the spec's reference, or without one the baseline build's result on the same inputs: what it
     returns and the arguments it writes (any other argument the candidate changes is a wrong answer too).
     Inputs are restored from a pristine copy before each launch, so an in-place kernel starts from the same
     values every time; a write-only output buffer is poisoned with NaN first (:func:`poison_is_safe`), so that
-    an element the candidate leaves unwritten fails.
+    an element the candidate leaves unwritten fails. ``waiting()`` is called once the candidate's launch is
+    issued, before the wait for the GPU (where a kernel that never ends hangs: the worker's parent gives that
+    wait a deadline of its own).
     """
     inputs = adapter.make_inputs(shape, device, seed)
     leaves = writable_leaves(inputs)
@@ -127,6 +131,7 @@ def check_candidate(adapter: KernelAdapter, config: dict[str, Any], shape: Shape
         restore(leaves, pristine)
         poison(cand)
         got = cand.launch()
+        waiting()
         sync(device)
         return check_output(got, expected, cand.atol, cand.rtol)
     base = adapter.prepare(adapter.default_config(shape), shape, None, inputs)
@@ -141,6 +146,7 @@ def check_candidate(adapter: KernelAdapter, config: dict[str, Any], shape: Shape
     if safe:
         poison(cand)
     got = cand.launch()
+    waiting()
     sync(device)
     problem = check_output(got, returned, cand.atol, cand.rtol) if tensor_leaves(returned) else None
     if problem:
@@ -160,7 +166,9 @@ class ShapeArms:
     """One shape's timing buffers, its baseline bound to them, and the method that times every arm.
 
     ``written``: the input tensors the baseline's first launch changed (in-place arguments, output buffers);
-    ``pristine`` holds their values from before it, put back before every timing round (:meth:`time`)."""
+    ``pristine`` holds their values from before it, put back before every timing round (:meth:`time`).
+    ``authors_method``: how the kernel's authors time it, where that differs from ``method`` (their figure is
+    recorded beside the ranking one, never ranked)."""
 
     adapter: KernelAdapter
     shape: Shape
@@ -171,11 +179,14 @@ class ShapeArms:
     written: list[int] = field(default_factory=list)
     pristine: list[Any] = field(default_factory=list)
     method_source: str = ""
+    authors_method: TimingMethod | None = None
 
-    def bind(self, config: dict[str, Any], acf: Path | None) -> Prepared:
-        """Another arm (control or candidate) on this shape's timing buffers, launched once (built, warm)."""
+    def bind(self, config: dict[str, Any], acf: Path | None, waiting: Callable[[], None] = lambda: None) -> Prepared:
+        """Another arm (control or candidate) on this shape's timing buffers, launched once (built, warm);
+        ``waiting()`` as in :func:`check_candidate`."""
         prepared = self.adapter.prepare(config, self.shape, acf, self.inputs)
         prepared.launch()
+        waiting()
         sync(self.device)
         return prepared
 
@@ -186,11 +197,11 @@ class ShapeArms:
             restore([leaves[i] for i in self.written], self.pristine)
             sync(self.device)
 
-    def time(self, prepared: Prepared, timer: Timer) -> Timing:
+    def time(self, prepared: Prepared, timer: Timer, method: TimingMethod | Literal["host"] | None = None) -> Timing:
         """One timing round of an arm, starting from the pristine arguments (an in-place kernel's launches in
-        earlier rounds never feed this one)."""
+        earlier rounds never feed this one); by the shape's method unless another is named."""
         self.restore()
-        return timer(prepared.launch, self.method)
+        return timer(prepared.launch, method or self.method)
 
 
 def authors_timing(adapter: KernelAdapter) -> TimingMethod | None:
@@ -203,8 +214,8 @@ def authors_timing(adapter: KernelAdapter) -> TimingMethod | None:
 def open_shape(adapter: KernelAdapter, shape: Shape, device: str, seed: int, setting: TimingSetting,
                timer: Timer) -> ShapeArms:
     """Make the shape's timing buffers from ``seed``, bind the baseline, note which arguments it writes, and
-    choose the timing method (``auto``: the kernel authors' choice where their module states one, else from a
-    first events timing of the baseline)."""
+    choose the timing method (:func:`choose_clock`). The kernel authors' own method, where their module states
+    one and it differs, is kept beside it (``authors_method``): recorded, never the ranking clock."""
     inputs = adapter.make_inputs(shape, device, seed)
     leaves = writable_leaves(inputs)
     before = [leaf.clone() for leaf in leaves]
@@ -214,25 +225,47 @@ def open_shape(adapter: KernelAdapter, shape: Shape, device: str, seed: int, set
     written = written_by(leaves, before)
     pristine = [before[i] for i in written]
     del before
-    authors = authors_timing(adapter) if setting == "auto" else None
-    if authors is not None:
-        return ShapeArms(adapter, shape, device, inputs, baseline, authors, written, pristine,
-                         "the kernel module's use_cudagraph()")
-    arms = ShapeArms(adapter, shape, device, inputs, baseline, "events", written, pristine)
-    first = arms.time(baseline, timer).median_ms if setting == "auto" else None
-    arms.method = choose_method(setting, first)
-    arms.method_source = "the baseline's first events timing" if setting == "auto" else "evaluation.timing"
-    if setting == "auto" and arms.method == "cudagraph":
-        try:  # a call that syncs with the host inside cannot be captured: its shape is timed with events
-            arms.time(baseline, timer)
-        except Exception as exc:  # noqa: BLE001 - only a failed capture is answered here; the rest is raised
-            if not capture_failed(exc):
-                raise
-            said = (str(exc).strip().splitlines() or [""])[0][:160]
-            arms.method = "events"
-            arms.method_source = (f"the baseline's first events timing; CUDA graphs could not capture its call "
-                                  f"({type(exc).__name__}: {said})")
+    arms = ShapeArms(adapter, shape, device, inputs, baseline, "cupti", written, pristine)
+    arms.method, arms.method_source = choose_clock(arms, setting, timer)
+    authors = authors_timing(adapter)
+    arms.authors_method = authors if authors is not None and authors != arms.method else None
     return arms
+
+
+def choose_clock(arms: ShapeArms, setting: TimingSetting, timer: Timer) -> tuple[TimingMethod, str]:
+    """The shape's timing method and why. A named setting is used as it is. ``auto`` ranks by a GPU-side clock:
+    a first CUPTI timing of the baseline gives its GPU time, CUDA graphs under
+    :data:`~paretotune.execution.timing.SHORT_KERNEL_MS`, CUPTI above; a call that graphs cannot capture (a host
+    sync inside) stays on CUPTI; events only where neither clock works, and the reason says so."""
+    if setting != "auto":
+        return setting, "evaluation.timing"
+    try:
+        first = arms.time(arms.baseline, timer, "cupti")
+    except ClockUnavailable as exc:
+        return _graphs_or_events(arms, timer, f"CUPTI recorded no kernel time ({exc})")
+    method = choose_method("auto", first.median_ms)
+    if method == "cupti":
+        return "cupti", f"GPU time (CUPTI) {first.median_ms * 1000:.1f} us per call, at least the short-call bound"
+    try:  # a call that syncs with the host inside cannot be captured: its shape stays on CUPTI
+        arms.time(arms.baseline, timer, "cudagraph")
+    except Exception as exc:  # noqa: BLE001 - only a failed capture is answered here; the rest is raised
+        if not capture_failed(exc):
+            raise
+        said = (str(exc).strip().splitlines() or [""])[0][:160]
+        return "cupti", f"GPU time (CUPTI); CUDA graphs could not capture its call ({type(exc).__name__}: {said})"
+    return "cudagraph", f"GPU time (CUPTI) {first.median_ms * 1000:.1f} us per call, under the short-call bound"
+
+
+def _graphs_or_events(arms: ShapeArms, timer: Timer, why: str) -> tuple[TimingMethod, str]:
+    """Without CUPTI: CUDA graphs if they capture the call, else events, labelled as the host-timed fallback."""
+    try:
+        arms.time(arms.baseline, timer, "cudagraph")
+        return "cudagraph", f"GPU time (CUDA graphs); {why}"
+    except Exception as exc:  # noqa: BLE001 - a failed capture or clock: the last resort follows, labelled
+        if not capture_failed(exc) and not isinstance(exc, ClockUnavailable):
+            raise
+        return "events", (f"events, host time included: neither GPU clock could time this call ({why}; CUDA "
+                          f"graphs: {type(exc).__name__})")
 
 
 def capture_failed(exc: BaseException) -> bool:
@@ -247,6 +280,8 @@ def arms_notes(arms: ShapeArms) -> dict[str, Any]:
     """What a shape's record says about how its arms were timed: why this method, and which input tensors the
     kernel writes (restored before every timing round)."""
     notes: dict[str, Any] = {"timing_source": arms.method_source}
+    if arms.authors_method:
+        notes["authors_timing"] = arms.authors_method
     if arms.written:
         notes["restored_inputs"] = arms.written
     return notes

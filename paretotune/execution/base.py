@@ -54,6 +54,33 @@ def scaled_limit(factor: float, baseline_s: float | None, floor_s: float, cap_s:
     return float(min(cap_s, round(max(floor_s, factor * baseline_s), 1)))
 
 
+GPU_WAIT_FLOOR_S = 1.0  # the least a candidate's wait for the GPU may take before it counts as hung
+TIMING_FLOOR_S = 2.0  # the least a timing step may take (a profiler or a graph capture starts in it)
+
+
+def phase_limits(evaluation: Any, baseline: TrialRecord | None,
+                 per_shape: dict[str, Any] | None = None) -> dict[str, float] | None:
+    """Seconds each kind of a search candidate's GPU phase may take (``gpu``: waiting for its launch to finish;
+    ``timing``: one timing step): ``measure_timeout_vs_baseline`` times the baseline's longest phase of that
+    kind, at least :data:`GPU_WAIT_FLOOR_S` / :data:`TIMING_FLOOR_S`, at most ``measure_timeout_s``. The
+    baseline's phases come from its measurement (``per_shape``) or from its stored record (a resumed run). None
+    (only the whole job's limit) without a baseline figure or with a factor of 0. Build phases keep the whole
+    job's limit: they are host work, and ptxas has its own."""
+    factor = evaluation.measure_timeout_vs_baseline
+    if not factor or baseline is None or baseline.status != "ok":
+        return None
+    shapes = per_shape if per_shape is not None else baseline.extra
+    longest: dict[str, float] = {}
+    for figures in shapes.values():
+        for kind, seconds in (figures.get("phase_max_s") or {}).items() if isinstance(figures, dict) else ():
+            longest[kind] = max(longest.get(kind, 0.0), float(seconds))
+    if not longest:
+        return None
+    floors = {"gpu": GPU_WAIT_FLOOR_S, "timing": TIMING_FLOOR_S}
+    return {kind: scaled_limit(factor, longest.get(kind, 0.0) or floor / factor, floor, evaluation.measure_timeout_s)
+            for kind, floor in floors.items()}
+
+
 def measure_time_limit(evaluation: Any, baseline_s_per_shape: float | None) -> float:
     """Seconds a search candidate's GPU measurement may take per shape: ``measure_timeout_vs_baseline`` times
     the baseline's (its measurement includes opening the shape and the first build, so the factor is

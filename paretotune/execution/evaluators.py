@@ -152,12 +152,13 @@ class GpuEvaluator:
                 r = per_shape[shape.label]
                 m = ShapeMeasurement(shape=shape.label, target=self.campaign.target, build=None,
                                      runtime_ms=r["runtime_ms"], runtime_samples_ms=tuple(r["samples_ms"]),
-                                     baseline_runtime_ms=r["baseline_ms"], ncu=ncu.get(shape.label, {}))
+                                     baseline_runtime_ms=r["baseline_ms"], ncu=ncu.get(shape.label, {}),
+                                     host_ms=r.get("host_ms"))
                 extra.setdefault(shape.label, {}).update(
                     runtime_ms=r["runtime_ms"], baseline_ms=r["baseline_ms"],
                     ratio_to_baseline=r["runtime_ms"] / r["baseline_ms"], baseline_age_s=r["baseline_age_s"],
                     n_samples=r["n_samples"], timing=r.get("timing"), ncu=ncu.get(shape.label, {}),
-                    **{k: r[k] for k in ("timing_source", "restored_inputs") if k in r})
+                    **{k: r[k] for k in MEASURED_NOTES if k in r})
                 stages["gpu_build_s"] += r["build_s"]
                 stages["gpu_time_s"] += r["time_s"]
                 for obj in self.objectives:
@@ -174,6 +175,13 @@ class GpuEvaluator:
         finally:
             if self.session is not None:
                 self.session.close()
+
+
+# What a GPU measurement reports beside the ranking time, kept in the record's extra per shape: how the shape is
+# timed and why, the arguments restored, the host's cost per call, the kernel authors' own figure where their
+# method differs, and the longest phase of each kind (a resumed run's candidate deadlines come from these).
+MEASURED_NOTES = ("timing_source", "restored_inputs", "host_ms", "authors_timing", "authors_ms",
+                  "authors_baseline_ms", "phase_max_s")
 
 
 def stop_work_at(deadline: float | None, *parts: Any) -> None:

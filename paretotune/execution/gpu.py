@@ -17,7 +17,7 @@ from typing import Any
 from paretotune.campaign.load import Campaign
 from paretotune.execution.arms import input_seed
 from paretotune.execution.base import (BuildPool, Built, Feed, Measured, baseline_s_per_shape, cut_by_wall_clock,
-                                       measure_time_limit)
+                                       measure_time_limit, phase_limits)
 from paretotune.execution.gpu_worker import GpuJob, serve
 from paretotune.execution.ncu_measure import measure_batch
 from paretotune.execution.pool import adopt_environment, in_background, worker_context
@@ -121,27 +121,35 @@ class GpuWorker:
         self.restarts += 1
 
     def run(self, job: GpuJob, n_shapes: int, timeout_s: float | None = None,
-            timeout_says: str | None = None) -> tuple[str, Any]:
-        """('ok', per-shape dict) | ('failed', reason). Never raises for a candidate's fault. ``timeout_s``:
-        seconds per shape (default: the worker's); a timeout names the phase the candidate was in, after
-        ``timeout_says`` if given (why the limit was what it was)."""
+            timeout_says: str | None = None, phase_limits: dict[str, float] | None = None) -> tuple[str, Any]:
+        """('ok', per-shape dict) | ('failed', reason) | ('timeout', reason). Never raises for a candidate's fault.
+        ``timeout_s``: seconds per shape (default: the worker's), the whole job's limit; a timeout names the
+        phase the candidate was in, after ``timeout_says`` if given (why the limit was what it was).
+        ``phase_limits``: seconds per phase kind (:class:`~paretotune.execution.gpu_worker.PhaseClock`), each
+        counted from the phase's start: a candidate whose kernel never ends is stopped at its ``gpu`` limit."""
         self.last_start_s = 0.0
         if self._proc is None or not self._proc.is_alive():
             t0 = time.perf_counter()
             self._start()
             self.last_start_s = time.perf_counter() - t0  # waiting for a (spare) worker to be ready
         limit = (timeout_s or self.timeout_s) * n_shapes
-        deadline, phase = time.monotonic() + limit, "sending the job"
+        whole = time.monotonic() + limit
+        deadline, phase, kind = whole, "sending the job", "build"
         try:
             self._conn.send(job)
             while True:
                 if not self._conn.poll(max(0.0, deadline - time.monotonic())):
                     self._restart()
-                    return "failed", f"{timeout_says or f'GPU measurement timed out after {limit:.0f} s'} ({phase})"
+                    if deadline < whole:
+                        return "timeout", (f"hung: {phase} took over {phase_limits[kind]:.1f} s "
+                                           f"(the limit for this step, scaled from the baseline's)")
+                    return "timeout", f"{timeout_says or f'GPU measurement timed out after {limit:.0f} s'} ({phase})"
                 status, payload = self._conn.recv()
                 if status != "phase":
                     break
-                phase = payload
+                phase, kind = payload if isinstance(payload, tuple) else (payload, "build")
+                step = (phase_limits or {}).get(kind)
+                deadline = min(whole, time.monotonic() + step) if step else whole
         except (EOFError, OSError, BrokenPipeError):
             code = self._proc.exitcode if self._proc is not None else None
             self._restart()
@@ -165,6 +173,7 @@ class LocalGpuMeasurer:
         self.gpu = GpuWorker(campaign, ptxas, ev.measure_timeout_s, ev.gpu_spares)
         self._todo: deque[TrialRecord] = deque()
         self._limit_s = self._candidate_limit(baseline)  # per shape; a resumed run's stored baseline counts
+        self._phase_limits = phase_limits(ev, baseline)  # per phase kind, from the baseline's own phases
         # time.monotonic() after which no search candidate is measured (the campaign's wall clock; None: no cut)
         self.cut_at: float | None = None
 
@@ -198,13 +207,18 @@ class LocalGpuMeasurer:
             cut, limit = left < limit, min(limit, left)
         start = time.perf_counter()
         status, payload = self.gpu.run(GpuJob(rec.candidate_id, rec.config, acf, input_seed(
-            self.campaign.spec.seed, rec.candidate_id)), n_shapes, limit, CUT_MEASUREMENT if cut else None)
+            self.campaign.spec.seed, rec.candidate_id)), n_shapes, limit, CUT_MEASUREMENT if cut else None,
+            None if rec.is_baseline else self._phase_limits)
         elapsed = time.perf_counter() - start
         if self.gpu.last_start_s:
             rec = replace(rec, stages={**rec.stages, "gpu_start_s": self.gpu.last_start_s})
+        if status == "timeout":  # the wait on a stuck candidate (and its worker's replacement) is lost time
+            rec = replace(rec, stages={**rec.stages, "gpu_lost_s": elapsed - self.gpu.last_start_s})
+            status = "failed"
         rec = replace(rec, measure_s=elapsed)
         if rec.is_baseline and status == "ok":
             self._limit_s = self._candidate_limit(rec)
+            self._phase_limits = phase_limits(self.campaign.spec.evaluation, rec, payload)
         return Measured(rec, status, payload)
 
     def ncu(self, records: list[TrialRecord], metrics: list[str]) -> dict[int, dict[str, dict[str, float]]]:

@@ -1,27 +1,47 @@
-"""Trustworthy GPU timing: CUDA events, L2 flushed between samples, warm-up first, medians.
+"""Trustworthy GPU timing: a GPU-side clock, warm-up first, medians.
 
 On an H200 the same baseline moved 0.209 → 0.243 ms within eleven seconds, more than ACF candidates differ:
 so a candidate is timed right next to a fresh baseline measurement (an A/B pair), and only the ratio to that
 neighbour is comparable across the run.
 
-Two methods. ``events`` is ``do_bench``: one CUDA event pair around each launch, L2 flushed in between. Under
-~50 µs the host's launch gaps enter that figure (a 31 µs Helion RMSNorm gave p ≈ 0.8 for every arm through a
-Python launch path that a direct launch resolved to 1.9 %), so such kernels are timed with ``cudagraph``:
-``do_bench_cudagraph`` captures many launches in one CUDA graph and times its replays, with no host in between
-(and a warm L2: the launches run back to back, as in a model's forward pass). ``auto`` picks from a first
-events timing of the baseline; every arm of a shape is timed with the same method.
+The ranking clock never includes the host. ``events`` (``do_bench``: an event pair around each launch) counts
+whatever the host does between the two events: with CPU load beside a short Helion call it moved a speedup by
+up to 74 % and reordered configs (benchmarks/results, clock under load), while two GPU-side clocks held within
+about 1 %. So ``auto`` ranks with one of those:
+
+- ``cudagraph``: ``do_bench_cudagraph`` captures many launches in one CUDA graph and times its replays (warm L2,
+  launches back to back as in a model's forward pass): for short calls, under :data:`SHORT_KERNEL_MS` of GPU time;
+- ``cupti``: the kernels' own execution time as CUPTI records it (torch.profiler, which every torch ships; no
+  extra package), summed per call, L2 flushed before each call as ``do_bench`` does: for longer calls, and for a
+  short call that a CUDA graph cannot capture (a host sync inside).
+
+``events`` is used only where neither GPU clock works, and is then labelled so. What the host adds per call (the
+eager cost a user of the kernel also pays: dispatch, tensor-descriptor setup) is a figure of its own,
+:func:`host_cost`, never part of the ranking clock.
 """
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-TimingMethod = Literal["events", "cudagraph"]
-TimingSetting = Literal["auto", "events", "cudagraph"]
-SHORT_KERNEL_MS = 0.05  # below this (a first events median), ``auto`` times with CUDA graphs
+TimingMethod = Literal["events", "cudagraph", "cupti"]
+HOST: Literal["host"] = "host"  # a Timer's pseudo-method: the host's ms per call (:func:`host_cost`), not a clock
+TimingSetting = Literal["auto", "events", "cudagraph", "cupti"]
+GPU_CLOCKS: tuple[TimingMethod, ...] = ("cudagraph", "cupti")  # the methods no host time can enter
+SHORT_KERNEL_MS = 0.05  # below this GPU time (a first CUPTI median), ``auto`` times with CUDA graphs
 GRAPH_REPLAYS = 10  # do_bench_cudagraph (triton 3.x) times this many replays of its graph
+CUPTI_MAX_CALLS = 400  # per timing: enough for a median, and the profiler's trace stays small to read
+CUPTI_PROBE_CALLS = 20  # the first timing of a shape's baseline, which picks the method
+CALL_RANGE = "paretotune::call"  # the profiler range around each timed call
+HOST_COST_CALLS = 20  # launches per host-cost round (far below the launch queue's depth)
+HOST_COST_ROUNDS = 5
+
+
+class ClockUnavailable(RuntimeError):
+    """A GPU-side clock could not time this call (no CUPTI kernel records, a capture that failed)."""
 
 
 @dataclass(frozen=True)
@@ -33,25 +53,76 @@ class Timing:
         return statistics.median(self.samples_ms)
 
 
-# Times one zero-argument launch with a method; the workers take one so tests can drive them without a GPU.
-Timer = Callable[[Callable[[], Any], TimingMethod], Timing]
+# Times one zero-argument launch with a method (or :data:`HOST`); the workers take one so tests can drive them
+# without a GPU.
+Timer = Callable[[Callable[[], Any], TimingMethod | Literal["host"]], Timing]
 
 
-def bench(fn: Callable[[], Any], warmup_ms: float, rep_ms: float, method: TimingMethod = "events") -> Timing:
+def bench(fn: Callable[[], Any], warmup_ms: float, rep_ms: float,
+          method: TimingMethod | Literal["host"] = "events") -> Timing:
     """Time ``fn``; all samples kept. ``events``: ``do_bench`` (events + L2 flush per sample). ``cudagraph``:
     ``do_bench_cudagraph`` after ``warmup_ms`` of plain launches; each of its :data:`GRAPH_REPLAYS` samples is
     one replay's mean launch, and each replay lasts ``rep_ms / GRAPH_REPLAYS`` so that both methods spend about
-    ``rep_ms`` measuring."""
+    ``rep_ms`` measuring. ``cupti``: :func:`cupti_samples` after the same warm-up, as many calls as fit ``rep_ms``
+    (at most :data:`CUPTI_MAX_CALLS`). :data:`HOST`: one sample, :func:`host_cost`."""
     from triton.testing import do_bench, do_bench_cudagraph
 
+    if method == HOST:
+        import torch
+
+        return Timing(samples_ms=(host_cost(fn, torch.cuda.synchronize),))
     if method == "events":
         samples = do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="all")
     elif method == "cudagraph":
         do_bench(fn, warmup=warmup_ms, rep=1)  # warm clocks and caches like the events path does
         samples = do_bench_cudagraph(fn, rep=rep_ms / GRAPH_REPLAYS, return_mode="all")
+    elif method == "cupti":
+        first = do_bench(fn, warmup=warmup_ms, rep=1, return_mode="min")  # warm-up; an upper bound of a call
+        calls = max(CUPTI_PROBE_CALLS, min(CUPTI_MAX_CALLS, int(rep_ms / max(float(first), 1e-3))))
+        samples = cupti_samples(fn, calls)
     else:
-        raise ValueError(f"unknown timing method {method!r} (expected 'events' or 'cudagraph')")
+        raise ValueError(f"unknown timing method {method!r} (expected 'events', 'cudagraph' or 'cupti')")
     return Timing(samples_ms=tuple(float(s) for s in samples))
+
+
+def cupti_samples(fn: Callable[[], Any], calls: int) -> list[float]:
+    """Each call's GPU time in ms: the summed durations of the kernels it launched, as CUPTI records them
+    (torch.profiler). L2 is flushed before each call (Triton's own flush buffer, as ``do_bench`` does), outside
+    the call's range, so the flush is not counted. No host time enters: gaps between launches are not kernel
+    time. Raises :class:`ClockUnavailable` when a call shows no kernel time (CUPTI not recording)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+    from triton import runtime
+
+    cache = runtime.driver.active.get_empty_cache_for_benchmark()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            cache.zero_()
+            with record_function(CALL_RANGE):
+                fn()
+        torch.cuda.synchronize()
+    per_call = [event.device_time_total / 1000.0 for event in prof.events() if event.name == CALL_RANGE]
+    if len(per_call) != calls or min(per_call, default=0.0) <= 0:
+        raise ClockUnavailable(f"CUPTI recorded kernel time for {sum(t > 0 for t in per_call)} of {calls} calls")
+    return per_call
+
+
+def host_cost(fn: Callable[[], Any], sync: Callable[[], None], calls: int = HOST_COST_CALLS,
+              rounds: int = HOST_COST_ROUNDS) -> float:
+    """The host's seconds per call in ms: the time to issue ``calls`` launches back to back, without waiting
+    for the GPU (a call that syncs inside pays its GPU time here too), the median of ``rounds``. What an eager
+    user of the kernel pays on the CPU per call: Helion's dispatch, tensor-descriptor setup, argument checks.
+    Timed apart from the ranking clock, so it can never pose as a GPU speedup."""
+    figures = []
+    for _ in range(rounds):
+        sync()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        figures.append((time.perf_counter() - start) * 1000.0 / calls)
+    sync()
+    return statistics.median(figures)
 
 
 def gpu_timer(warmup_ms: float, rep_ms: float) -> Timer:
@@ -59,14 +130,14 @@ def gpu_timer(warmup_ms: float, rep_ms: float) -> Timer:
     return lambda fn, method: bench(fn, warmup_ms, rep_ms, method)
 
 
-def choose_method(setting: TimingSetting, first_ms: float | None) -> TimingMethod:
-    """The method for a shape: the setting itself, or for ``auto`` CUDA graphs when the first events median is
-    under :data:`SHORT_KERNEL_MS`."""
+def choose_method(setting: TimingSetting, first_gpu_ms: float | None) -> TimingMethod:
+    """The method for a shape: the setting itself, or for ``auto`` CUDA graphs when the first GPU-side
+    (CUPTI) median is under :data:`SHORT_KERNEL_MS`, else CUPTI."""
     if setting != "auto":
         return setting
-    if first_ms is None:
+    if first_gpu_ms is None:
         raise ValueError("timing 'auto' needs a first measurement")
-    return "cudagraph" if first_ms < SHORT_KERNEL_MS else "events"
+    return "cudagraph" if first_gpu_ms < SHORT_KERNEL_MS else "cupti"
 
 
 def check_output(got: Any, expected: Any, atol: float, rtol: float) -> str | None:

@@ -33,6 +33,7 @@ class ShapeMeasurement:
     runtime_ms: float | None = None
     runtime_samples_ms: tuple[float, ...] = ()
     baseline_runtime_ms: float | None = None  # the interleaved baseline measurement nearest in time
+    host_ms: float | None = None  # the host's time per call, apart from the GPU clock (timing.host_cost)
     ncu: dict[str, float] = field(default_factory=dict)
 
 

@@ -12,6 +12,7 @@ OBJECTIVES: dict[str, type[Objective]] = {
     "compile_time": static.CompileTime,
     "runtime": runtime.Runtime,
     "speedup": runtime.Speedup,
+    "host_time": runtime.HostTime,
     "occupancy": ncu_objectives.Occupancy,
     "l1tex_throughput": ncu_objectives.L1texThroughput,
     "ncu_metric": ncu_objectives.NcuMetric,

@@ -1,4 +1,5 @@
-"""Runtime on the GPU: median of CUDA-event samples, one column per shape in multi-shape campaigns."""
+"""Runtime on the GPU by a GPU-side clock (CUDA graphs or CUPTI; events only where neither works), and the
+host's cost per call beside it; one column per shape in multi-shape campaigns."""
 from __future__ import annotations
 
 from typing import ClassVar
@@ -8,7 +9,8 @@ from paretotune.records import Direction
 
 
 class Runtime(Objective):
-    """Median kernel time in ms (L2 flushed between samples), measured next to a fresh baseline."""
+    """Median GPU time per call in ms by the shape's clock (:mod:`paretotune.execution.timing`), measured next
+    to a fresh baseline."""
 
     name = "runtime"
     direction: ClassVar[Direction] = "min"
@@ -33,3 +35,20 @@ class Speedup(Objective):
         if m.runtime_ms is None or m.baseline_runtime_ms is None:
             raise ValueError("no paired runtime measurement")
         return m.baseline_runtime_ms / m.runtime_ms
+
+
+class HostTime(Objective):
+    """The host's time per call in ms (dispatch, argument checks, tensor-descriptor setup): what an eager caller
+    pays on the CPU, timed apart from the GPU clock. As an objective it shows a config that is faster on the GPU
+    but costlier on the host. Measured during the search, beside the build workers: for a figure on an idle host,
+    read validation's."""
+
+    name = "host_time"
+    direction: ClassVar[Direction] = "min"
+    stage: ClassVar[Stage] = "runtime"
+    unit = "ms"
+
+    def value(self, m: ShapeMeasurement) -> float:
+        if m.host_ms is None:
+            raise ValueError("no host-cost measurement")
+        return m.host_ms

@@ -38,6 +38,7 @@ class Summary:
     n_front: int
     hypervolume: float | None  # the front's (FrontReport.hypervolume): 0 when nothing varies; None without a baseline
     baseline: str = "the kernel's default config"  # where the baseline's config came from (run.json)
+    measurement: list[str] = field(default_factory=list)  # clocks, drift, hung time, host load (run.json timing)
 
 
 @dataclass(frozen=True)

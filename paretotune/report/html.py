@@ -114,6 +114,8 @@ def _summary(data: ReportData) -> str:
              ("Evaluations", counts), ("Hypervolume", hv)]
     if data.baseline is not None:
         items.append(("Baseline", ", ".join(f"{esc(k)} = {fmt(v)}" for k, v in data.baseline.items())))
+    if s.measurement:
+        items.append(("Measurement", "<br>".join(esc(line) for line in s.measurement)))
     dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in items)
     parts = [f'<dl class="summary">{dl}</dl>']
     if "constant" in data.notes:

@@ -40,7 +40,31 @@ def summary_of(run_dir: str, meta: dict[str, Any], columns: list[ObjectiveColumn
                    n_evaluated=len(results), n_failed=n_failed, n_excluded=len(excluded), n_front=n_front,
                    hypervolume=final_hv,
                    baseline=baseline_phrase(meta.get("kernel", {}).get("baseline_sources", {}),
-                                            list(meta.get("shapes", []))))
+                                            list(meta.get("shapes", []))),
+                   measurement=measurement_lines(meta))
+
+
+def measurement_lines(meta: dict[str, Any]) -> list[str]:
+    """How the run's runtimes were measured, from run.json's last ``timing`` entry: each shape's clock and why,
+    the paired baseline's drift against its noise floor, time lost to hung candidates, and the host's load."""
+    timing = (meta.get("timing") or [{}])[-1]
+    lines = []
+    for shape, clock in (timing.get("clocks") or {}).items():
+        authors = f"; its authors time it with {clock['authors_timing']} (recorded beside)" \
+            if clock.get("authors_timing") else ""
+        lines.append(f"{shape}: ranked by {clock.get('timing')} ({clock.get('timing_source', '')}){authors}")
+    for shape, drift in (timing.get("baseline_drift") or {}).items():
+        verdict = "above its noise floor: the clock drifted" if drift["exceeds"] else "within its noise floor"
+        lines.append(f"{shape}: paired baseline spread {drift['spread_pct']:.1f} % over {drift['timings']} timings, "
+                     f"{verdict} ({drift['noise_floor_pct']:.1f} %)")
+    if timing.get("hung_candidates"):
+        lines.append(f"{timing['hung_candidates']} candidate(s) hung on the GPU: {timing['gpu_lost_s']:.1f} s lost "
+                     "(not counted as GPU busy)")
+    load = timing.get("host_load")
+    if load:
+        lines.append(f"host load while measuring: mean {load['load_mean']:.1f}, peak {load['load_max']:.1f} on "
+                     f"{load['cpus']} CPUs")
+    return lines
 
 
 def _campaign_spec(text: str, where: str) -> Any:

@@ -58,7 +58,7 @@ from paretotune.kernels.base import baseline_config, baseline_words
 from paretotune.objectives.base import Objective
 from paretotune.pareto.attribution import TWIN_OF
 from paretotune.records import Candidate, TrialRecord
-from paretotune.runner.gpu_busy import record_timing
+from paretotune.runner.gpu_busy import HostLoad, record_timing
 from paretotune.runner.start import make_engine, note_measurement, objective_columns
 from paretotune.search.base import SearchEngine
 from paretotune.search.twins import twin_candidates
@@ -325,6 +325,7 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
 
     evaluator = evaluator or make_evaluator(campaign, ptxas, run, objectives)
     marks.append(("setup", time.monotonic()))
+    host_load = HostLoad().start()  # the host's load while the GPU measures (run.json ``timing``)
     try:
         if state.next_id == 0:  # the default-compiler baseline is always evaluated first and kept
             baseline = Candidate(candidate_id=0, generation=0, config=baseline_config(adapter, campaign.shapes), acf=None,
@@ -365,9 +366,11 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
             finish(InFlight(candidates=tuple(twins), tell=False))
         marks.append(("twins", time.monotonic()))
     finally:
+        host_load.stop()
         evaluator.close()
     marks.append(("close", time.monotonic()))
     record_timing(run, schedule=schedule, records=[r for r in written if not r.is_baseline],
                   wall_s=marks[-1][1] - dict(marks)["engine"],
-                  phases_s={name: round(t - marks[i][1], 3) for i, (name, t) in enumerate(marks[1:])})
+                  phases_s={name: round(t - marks[i][1], 3) for i, (name, t) in enumerate(marks[1:])},
+                  host_load=host_load.summary())
     return written

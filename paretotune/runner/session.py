@@ -149,6 +149,13 @@ def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engin
         print(f"GPU busy {100 * timing['gpu_busy_fraction']:.0f} % of the {timing['search_wall_s']:.1f} s after the "
               f"baseline ({timing['schedule']} schedule"
               + (f", GPU-side build {build:.3f} s per candidate)" if build is not None else ")"))
+    for shape, drift in (timing.get("baseline_drift") or {}).items():
+        if drift["exceeds"]:
+            print(f"drift: the paired baseline of {shape} spread {drift['spread_pct']:.1f} % over the run, above its "
+                  f"noise floor of {drift['noise_floor_pct']:.1f} % (each ratio is to its own neighbouring baseline)")
+    if timing.get("hung_candidates"):
+        print(f"{timing['hung_candidates']} candidate(s) hung on the GPU: {timing['gpu_lost_s']:.1f} s lost, not "
+              "counted as GPU busy")
     phases = timing.get("phases_s")
     if phases:
         before = sum(v for v in (run.meta().get("start_s") or {}).values() if v is not None)

@@ -19,7 +19,7 @@ import torch
 from paretotune.campaign.schema import EvaluationSpec
 from paretotune.execution.arms import check_candidate, open_shape
 from paretotune.execution.gpu_worker import GpuJob, measure
-from paretotune.execution.timing import Timing, TimingMethod, choose_method
+from paretotune.execution.timing import HOST, ClockUnavailable, Timing, TimingMethod, choose_method
 from paretotune.execution.validate_worker import CONTROL_ID, validate_shape
 from paretotune.kernels.base import Inputs, Prepared
 from paretotune.records import Shape
@@ -199,47 +199,110 @@ def test_validate_own_buffers_gives_each_arm_its_own_tensors() -> None:
 
 
 @pytest.mark.parametrize(("setting", "first_ms", "expected"), [
-    ("auto", 0.031, "cudagraph"), ("auto", 0.2, "events"), ("events", None, "events"),
-    ("cudagraph", None, "cudagraph")])
+    ("auto", 0.031, "cudagraph"), ("auto", 0.2, "cupti"), ("events", None, "events"),
+    ("cudagraph", None, "cudagraph"), ("cupti", None, "cupti")])
 def test_timing_method_choice(setting: Any, first_ms: float | None, expected: str) -> None:
     assert choose_method(setting, first_ms) == expected
 
 
-@pytest.mark.parametrize(("first_ms", "expected"), [(0.031, "cudagraph"), (0.2, "events")])
-def test_auto_timing_follows_the_baseline_first_measurement_and_is_recorded(first_ms: float, expected: str) -> None:
+@pytest.mark.parametrize(("first_ms", "expected"), [(0.031, "cudagraph"), (0.2, "cupti")])
+def test_auto_timing_follows_the_baseline_first_gpu_time_and_is_recorded(first_ms: float, expected: str) -> None:
     adapter = ScaleAdapter()
     calls: list[TimingMethod] = []
     result = measure(adapter, SimpleNamespace(shapes=SHAPES[:1]), JOBS[0], {}, cpu_evaluation(timing="auto"),
                      timer=fixed_timer(adapter, first_ms, calls))
     assert result["small"]["timing"] == expected
-    # the first look (graphs: and one graph timing, to see the call can be captured), then baseline and candidate
-    assert calls == ["events"] + ["cudagraph"] * (expected == "cudagraph") + [expected, expected]
+    # the first look by CUPTI (graphs: and one graph timing, to see the call can be captured), then baseline and
+    # candidate, then the candidate's host cost (never a clock)
+    assert calls == ["cupti"] + ["cudagraph"] * (expected == "cudagraph") + [expected, expected, HOST]
+    assert result["small"]["host_ms"] == first_ms
 
 
-def capture_refusing_timer(adapter: ScaleAdapter, calls: list[TimingMethod], error: str
-                           ) -> Callable[[Callable[[], Any], TimingMethod], Timing]:
-    """A short kernel (30 µs under events) whose call raises ``error`` when captured into a CUDA graph."""
-    inner = fixed_timer(adapter, 0.03, calls)
+def host_loaded_timer(adapter: ScaleAdapter, gpu_ms: float, events_ms: float,
+                      calls: list[Any]) -> Callable[[Callable[[], Any], Any], Timing]:
+    """A short call whose GPU clocks read ``gpu_ms`` while events, which count the host's launch gaps, read
+    ``events_ms`` (a busy host): what CPU load does to a ~20 us Helion call."""
+    inner = fixed_timer(adapter, gpu_ms, calls)
+
+    def timer(fn: Callable[[], Any], method: Any) -> Timing:
+        timing = inner(fn, method)
+        return Timing(samples_ms=(events_ms,) * 3) if method == "events" else timing
+
+    return timer
+
+
+class AuthorsSayEvents(ScaleAdapter):
+    """A kernel whose module's ``use_cudagraph()`` is False (pretuned rms_norm's): its authors time it with
+    events."""
+
+    def authors_timing(self) -> str:
+        return "events"
+
+
+def test_a_module_that_says_events_is_still_ranked_by_gpu_time_with_its_authors_figure_beside() -> None:
+    adapter = AuthorsSayEvents()
+    calls: list[Any] = []
+    result = measure(adapter, SimpleNamespace(shapes=SHAPES[:1]), JOBS[0], {}, cpu_evaluation(timing="auto"),
+                     timer=host_loaded_timer(adapter, 0.019, 0.038, calls))
+    shape = result["small"]
+    assert shape["timing"] == "cudagraph" and shape["runtime_ms"] == 0.019  # ranked by the GPU clock
+    assert shape["authors_timing"] == "events"
+    assert shape["authors_ms"] == 0.038 and shape["authors_baseline_ms"] == 0.038  # recorded, never ranked
+    assert "GPU time" in shape["timing_source"]
+
+
+def test_authors_figure_is_not_timed_twice_where_the_authors_use_the_ranking_clock() -> None:
+    class AuthorsSayGraphs(ScaleAdapter):
+        def authors_timing(self) -> str:
+            return "cudagraph"
+
+    adapter = AuthorsSayGraphs()
+    result = measure(adapter, SimpleNamespace(shapes=SHAPES[:1]), JOBS[0], {}, cpu_evaluation(timing="auto"),
+                     timer=fixed_timer(adapter, 0.02))
+    assert result["small"]["timing"] == "cudagraph" and "authors_ms" not in result["small"]
+
+
+def refusing_timer(adapter: ScaleAdapter, calls: list[TimingMethod], refuse: dict[str, Exception],
+                   first_ms: float = 0.03) -> Callable[[Callable[[], Any], TimingMethod], Timing]:
+    """A short kernel (30 us) whose named methods raise the given errors (a capture refused, CUPTI silent)."""
+    inner = fixed_timer(adapter, first_ms, calls)
 
     def timer(fn: Callable[[], Any], method: TimingMethod) -> Timing:
-        if method == "cudagraph":
+        if method in refuse:
             calls.append(method)
-            raise RuntimeError(error)
+            raise refuse[method]
         return inner(fn, method)
 
     return timer
 
 
-def test_a_call_cuda_graphs_cannot_capture_is_timed_with_events_and_says_why() -> None:
+def capture_refusing_timer(adapter: ScaleAdapter, calls: list[TimingMethod], error: str
+                           ) -> Callable[[Callable[[], Any], TimingMethod], Timing]:
+    """A short kernel (30 us of GPU time) whose call raises ``error`` when captured into a CUDA graph."""
+    return refusing_timer(adapter, calls, {"cudagraph": RuntimeError(error)})
+
+
+def test_a_call_cuda_graphs_cannot_capture_is_timed_by_cupti_and_says_why() -> None:
     adapter = ScaleAdapter()
     calls: list[TimingMethod] = []
     error = "CUDA error: operation failed due to a previous error during capture"  # Helion's low_mem_dropout
     result = measure(adapter, SimpleNamespace(shapes=SHAPES[:1]), JOBS[0], {}, cpu_evaluation(timing="auto"),
                      timer=capture_refusing_timer(adapter, calls, error))
-    assert result["small"]["timing"] == "events"
+    assert result["small"]["timing"] == "cupti"
     source = result["small"]["timing_source"]
     assert "could not capture" in source and "during capture" in source
-    assert calls == ["events", "cudagraph", "events", "events"]
+    assert calls == ["cupti", "cudagraph", "cupti", "cupti", HOST]
+
+
+def test_without_cupti_a_short_call_is_timed_by_graphs_and_events_only_where_neither_works() -> None:
+    adapter = ScaleAdapter()
+    silent = ClockUnavailable("CUPTI recorded kernel time for 0 of 20 calls")
+    arms = open_shape(adapter, SHAPES[0], "cpu", 0, "auto", refusing_timer(adapter, [], {"cupti": silent}))
+    assert arms.method == "cudagraph" and "CUPTI recorded no kernel time" in arms.method_source
+    neither = {"cupti": silent, "cudagraph": RuntimeError("operation not permitted when stream is capturing")}
+    arms = open_shape(adapter, SHAPES[0], "cpu", 0, "auto", refusing_timer(adapter, [], neither))
+    assert arms.method == "events"
+    assert arms.method_source.startswith("events, host time included: neither GPU clock")
 
 
 def test_any_other_error_of_the_graph_trial_is_the_baseline_s_failure() -> None:

@@ -1,0 +1,25 @@
+"""The report's summary says how a run's runtimes were measured: clock per shape, drift, hung time, host load."""
+from __future__ import annotations
+
+from paretotune.records import TrialRecord
+from paretotune.report.summary import measurement_lines
+from paretotune.runner.gpu_busy import search_timing, shape_clocks
+
+
+def test_measurement_lines_name_the_clock_the_drift_the_hung_time_and_the_load() -> None:
+    records = [TrialRecord(candidate_id=1, generation=1, config={}, acf=None, is_baseline=False, status="ok",
+                           measure_s=1.0, extra={"s": {"timing": "cudagraph", "timing_source": "GPU time (CUPTI) 19.0 "
+                                                       "us per call, under the short-call bound",
+                                                       "authors_timing": "events", "baseline_ms": 0.019}}),
+               TrialRecord(candidate_id=2, generation=1, config={}, acf=None, is_baseline=False, status="failed",
+                           measure_s=1.3, stages={"gpu_lost_s": 1.3})]
+    meta = {"timing": [{"clocks": shape_clocks(records), **search_timing(records, 10.0),
+                        "baseline_drift": {"s": {"timings": 40, "median_ms": 0.019, "spread_pct": 7.5,
+                                                 "noise_floor_pct": 2.0, "exceeds": True}},
+                        "host_load": {"cpus": 16, "load_mean": 11.5, "load_max": 13.0, "samples": 30}}]}
+    lines = measurement_lines(meta)
+    assert lines[0].startswith("s: ranked by cudagraph (GPU time (CUPTI)") and "authors time it with events" in lines[0]
+    assert "spread 7.5 % over 40 timings, above its noise floor" in lines[1]
+    assert lines[2] == "1 candidate(s) hung on the GPU: 1.3 s lost (not counted as GPU busy)"
+    assert lines[3] == "host load while measuring: mean 11.5, peak 13.0 on 16 CPUs"
+    assert measurement_lines({}) == []
