@@ -21,6 +21,9 @@ REQUEST_TIMEOUT_S = 2.0
 IDLE_TIMEOUT_S = 1.0
 CAP = 20
 SLOW_PEER = "127.0.0.2"
+START = (b"", b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+         b"POST /campaigns HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/yaml\r\n"
+         b"Content-Length: 1000\r\n\r\n")
 LIMITS = ("--request-timeout", str(REQUEST_TIMEOUT_S), "--idle-timeout", str(IDLE_TIMEOUT_S),
           "--max-client-connections", str(CAP))
 
@@ -66,11 +69,10 @@ def test_slow_sockets_are_closed_and_capped_per_address(start_server: Callable[.
     held: list[socket.socket] = []
     extra: list[socket.socket] = []
     try:
-        # half send nothing, half start a request and then trickle one header line at a time
+        # a third send nothing, a third trickle a request's header lines, a third a request's body
         for i in range(CAP):
             held.append(_connect(server.port))
-            if i % 2:
-                held[-1].sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            held[-1].sendall(START[i % 3])
         opened = time.monotonic()
         # beyond the cap: answered 503 and closed at once, nothing read
         extra = [_connect(server.port) for _ in range(3 * CAP)]
@@ -82,8 +84,8 @@ def test_slow_sockets_are_closed_and_capped_per_address(start_server: Callable[.
         assert all(_closed_by_server(s) is None for s in held), "a socket within the cap was dropped at once"
         # another address is served meanwhile
         assert httpx.get(f"{server.url}/healthz", timeout=5).json() == {"status": "ok"}
-        # the held sockets are closed by the server once the request timeout has passed (trickling one header
-        # line every 0.3 s does not keep a socket alive)
+        # the held sockets are closed by the server once the request timeout has passed (trickling a header
+        # line or a few body bytes every 0.3 s does not keep a socket alive)
         still_open = set(range(CAP))
         deadline = opened + REQUEST_TIMEOUT_S + 5
         line = 0
@@ -93,9 +95,9 @@ def test_slow_sockets_are_closed_and_capped_per_address(start_server: Callable[.
             for i in sorted(still_open):
                 if _closed_by_server(held[i]) is not None:
                     still_open.discard(i)
-                elif i % 2:
+                elif i % 3:
                     try:
-                        held[i].sendall(f"X-Slow-{line}: 1\r\n".encode())
+                        held[i].sendall(f"X-Slow-{line}: 1\r\n".encode() if i % 3 == 1 else b"name: ")
                     except (BrokenPipeError, ConnectionResetError):
                         still_open.discard(i)
         waited = time.monotonic() - opened
