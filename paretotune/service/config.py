@@ -68,8 +68,8 @@ class ServiceConfig:
     check_timeout_s: float = 30.0  # a submission whose check takes longer is refused and its checker killed
     max_pending_checks: int = 16  # submissions waiting for a free checker; more are answered 503 + Retry-After
     # slow clients (service/connections.py): a request (line, headers, body) must arrive within request_timeout_s
-    # of its first byte (or of the connection opening); a connection idle that long after a response is closed;
-    # one peer address holds at most max_client_connections open (all local clients share 127.0.0.1)
+    # of its first byte (or of the connection opening); a connection waiting idle_timeout_s for its next request
+    # is closed; one peer address holds at most max_client_connections open (all local clients share 127.0.0.1)
     request_timeout_s: float = 10.0
     idle_timeout_s: float = 5.0  # uvicorn's timeout_keep_alive (its default)
     max_client_connections: int = 64
