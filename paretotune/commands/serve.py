@@ -42,6 +42,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "more submissions at once than checkers plus 16 waiting are answered 503 + Retry-After)")
     parser.add_argument("--check-timeout", type=float, default=30.0,
                         help="seconds a submission's check may take before it is refused (default 30)")
+    slow = parser.add_argument_group("slow clients (a connection past a limit is closed)")
+    slow.add_argument("--request-timeout", type=float, default=10.0, metavar="SECONDS",
+                      help="seconds a request (line, headers and body) may take to arrive, counted from the "
+                      "connection opening or the request's first byte (default 10)")
+    slow.add_argument("--idle-timeout", type=float, default=5.0, metavar="SECONDS",
+                      help="seconds a connection may wait for its next request after a response (default 5)")
+    slow.add_argument("--max-client-connections", type=int, default=64, metavar="N",
+                      help="open connections one client address may hold; more are answered 503 and closed "
+                      "(default 64; every local client shares 127.0.0.1)")
     limits = parser.add_argument_group("limits on submitted campaigns (over a limit: 422 naming the field)")
     default = ServiceLimits()
     for name, kind, what in (
@@ -71,7 +80,8 @@ def main(args: argparse.Namespace) -> int:
                            max_body_bytes=args.max_body, allowed_hosts=tuple(args.allowed_hosts or ()),
                            ray_address=args.ray_address, limits=limits,
                            check_workers=default_check_workers() if args.check_workers is None else args.check_workers,
-                           check_timeout_s=args.check_timeout)
+                           check_timeout_s=args.check_timeout, request_timeout_s=args.request_timeout,
+                           idle_timeout_s=args.idle_timeout, max_client_connections=args.max_client_connections)
     config.check()
     try:
         args.workdir.mkdir(parents=True, exist_ok=True)
@@ -88,8 +98,14 @@ def main(args: argparse.Namespace) -> int:
     port = sock.getsockname()[1]
     print(f"paretotune serve: http://{_url_host(args.host)}:{port}/ (workdir {config.workdir}; "
           f"{len(config.gpus)} GPU(s), {config.static_concurrency} static slot(s))", flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
-                                           timeout_graceful_shutdown=2))  # SIGTERM: gone within seconds
+    from paretotune.service.connections import guarded_protocol
+
+    # h11 with a request deadline and a per-address cap (service/connections.py); no WebSocket routes, so no
+    # upgrades (an upgraded connection would leave the cap's count); SIGTERM: gone within seconds
+    http = guarded_protocol(config.request_timeout_s, config.max_client_connections)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, http=http, ws="none",
+                                           timeout_keep_alive=config.idle_timeout_s,  # type: ignore[arg-type]
+                                           timeout_graceful_shutdown=2))
     server.run(sockets=[sock])
     return 0
 

@@ -14,6 +14,7 @@ DEFAULT_IMPORT_ROOTS = ("paretotune.kernels.bundled",)
 MAX_BODY_BYTES = 256 * 1024  # a campaign file is a few hundred bytes; anything near this is not one
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+MAX_CONNECTION_TIMEOUT_S = 3600.0  # --request-timeout and --idle-timeout: an hour is already no limit
 MAX_CHECK_WORKERS = 8  # each checker imports torch and Triton (a few hundred MB): more cores, not more memory
 
 
@@ -66,6 +67,12 @@ class ServiceConfig:
     check_workers: int = field(default_factory=default_check_workers)  # processes that parse and check submissions
     check_timeout_s: float = 30.0  # a submission whose check takes longer is refused and its checker killed
     max_pending_checks: int = 16  # submissions waiting for a free checker; more are answered 503 + Retry-After
+    # slow clients (service/connections.py): a request (line, headers, body) must arrive within request_timeout_s
+    # of its first byte (or of the connection opening); a connection waiting idle_timeout_s for its next request
+    # is closed; one peer address holds at most max_client_connections open (all local clients share 127.0.0.1)
+    request_timeout_s: float = 10.0
+    idle_timeout_s: float = 5.0  # uvicorn's timeout_keep_alive (its default)
+    max_client_connections: int = 64
 
     def check(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -82,6 +89,12 @@ class ServiceConfig:
             raise UserError("--token: use at least 16 characters")
         if self.check_workers < 1:
             raise UserError(f"--check-workers: must be at least 1 (got {self.check_workers})")
+        for flag, seconds in (("--request-timeout", self.request_timeout_s), ("--idle-timeout", self.idle_timeout_s)):
+            if not 0 < seconds <= MAX_CONNECTION_TIMEOUT_S:
+                raise UserError(f"{flag}: must be more than 0 and at most {MAX_CONNECTION_TIMEOUT_S:g} seconds "
+                                f"(got {seconds:g})")
+        if self.max_client_connections < 1:
+            raise UserError(f"--max-client-connections: must be at least 1 (got {self.max_client_connections})")
         for name, value in vars(self.limits).items():
             if value <= 0:
                 raise UserError(f"--{name.replace('_', '-')}: must be positive (got {value})")
