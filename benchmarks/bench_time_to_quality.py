@@ -58,7 +58,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from machine import cpu_model, cpu_topology, load_average  # benchmarks/ is sys.path[0] when a script runs
+from common import run_with_watchdog  # benchmarks/ is sys.path[0] when a script runs
+from machine import cpu_model, cpu_topology, load_average
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -185,13 +186,25 @@ def paretotune_arm(work: Path, name: str, spec: dict[str, Any], strategy: str, b
     by_id = {r.candidate_id: r for r in records}
     timeline = sorted(timeline)
     points = {cid: {"config": by_id[cid].config, "acf_path": str(run.acf_path(by_id[cid].acf))
-                    if by_id[cid].acf else None, "is_baseline": by_id[cid].is_baseline}
+                    if by_id[cid].acf else None, "is_baseline": by_id[cid].is_baseline,
+                    "search_speedup": paired_speedup(by_id[cid])}
               for cid in improvements(timeline)}
+    held = [r.measure_s - r.stages.get("gpu_start_s", 0.0) for r in records if r.measure_s > 0 and not r.is_baseline]
     return {**row, "candidates": len(records) - 1, "failed": sum(r.status != "ok" for r in records),
             "baseline_ms": base.values.get("runtime") if base else None, "timeline": timeline, "points": points,
             "gpu_busy_fraction": timing.get("gpu_busy_fraction"), "schedule": timing.get("schedule"),
             "gpu_build_s_per_candidate": timing.get("gpu_build_s_per_candidate"), "phases_s": timing.get("phases_s"),
-            "start_s": run.meta().get("start_s")}
+            "start_s": run.meta().get("start_s"), "max_candidate_gpu_s": max(held, default=None),
+            "hung_candidates": timing.get("hung_candidates"), "gpu_lost_s": timing.get("gpu_lost_s"),
+            "clocks": timing.get("clocks"), "baseline_drift": timing.get("baseline_drift"),
+            "host_load": timing.get("host_load")}
+
+
+def paired_speedup(record: Any) -> float | None:
+    """The search's own speedup of a record: its paired baseline's time over its time (one shape)."""
+    figures = next(iter(record.extra.values()), {}) if record.extra else {}
+    ratio = figures.get("ratio_to_baseline") if isinstance(figures, dict) else None
+    return 1.0 / ratio if ratio else (1.0 if record.is_baseline else None)
 
 
 def improvements(timeline: list[Any]) -> list[Any]:
@@ -253,6 +266,7 @@ kern = helion.kernel(fn, static_shapes=True, autotune_search_acf=spec["acfs"], a
                      autotune_benchmark_subprocess=False, autotune_precompile=None, autotune_log=spec["log"],
                      autotune_budget_seconds=left)
 out = {"start_epoch": start, "process_epoch": process_start, "autotune_budget_s": left, "effort": spec["effort"]}
+print("TTQ_RESULT " + json.dumps(out), flush=True)  # where its clock started, even if the watchdog kills it
 try:
     bound = kern.bind(args)
     bound.autotune(args)
@@ -274,7 +288,9 @@ def helion_arm(work: Path, name: str, spec: dict[str, Any], budget_s: float, acf
                "budget_s": budget_s, "effort": effort, "inputs": spec.get("inputs"),
                "helion_spec": spec.get("helion_spec")}
     cmd = [sys.executable, "-c", HELION_CHILD, json.dumps(payload)]
-    row = _child(f"helion-autotune-{effort}", cmd, budget_s)
+    csv_log = log.with_suffix(".csv")
+    row = _child(f"helion-autotune-{effort}", cmd, budget_s,
+                 progress=lambda: csv_log.stat().st_size if csv_log.exists() else 0)
     rows = []
     if log.with_suffix(".csv").exists():
         with open(log.with_suffix(".csv")) as fh:
@@ -347,19 +363,14 @@ def startup_s(row: dict[str, Any]) -> float:
     return row.get("start_epoch", 0.0) - row.get("process_epoch", row.get("start_epoch", 0.0))
 
 
-def _child(tool: str, cmd: list[str], budget_s: float) -> dict[str, Any]:
-    start = time.time()
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=budget_s + 300,
-                              env=child_env(), check=False)
-        text = proc.stdout + proc.stderr
-    except subprocess.TimeoutExpired as exc:
-        text = f"timed out: {exc}"
-    found = [line for line in text.splitlines() if line.startswith("TTQ_RESULT ")]
-    row: dict[str, Any] = json.loads(found[-1][len("TTQ_RESULT "):]) if found else {"error": "no result",
-                                                                                     "log_tail": text[-1500:]}
-    return {"tool": tool, "command": " ".join(cmd[:2] + ["<script>", "<args>"]), **row,
-            "process_wall_s": time.time() - start}
+def _child(tool: str, cmd: list[str], budget_s: float, progress: Any = None) -> dict[str, Any]:
+    """A peer tool's arm in a child under the watchdog (``common.run_with_watchdog``): killed at its budget plus
+    a short grace, and recorded as hung or overrun instead of the benchmark waiting on it."""
+    outcome = run_with_watchdog(cmd, budget_s, env=child_env(), progress=progress)
+    row = outcome.as_row()
+    if not outcome.result and outcome.outcome == "finished":
+        row["error"] = "no result"
+    return {"tool": tool, "command": " ".join(cmd[:2] + ["<script>", "<args>"]), **row}
 
 
 # -- re-timing the winners side by side --------------------------------------------------------------------
@@ -394,6 +405,7 @@ def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any
             arm["best_by"][f"{budget:g}"] = {
                 "search_ms": best_by(arm["timeline"], budget), "id": add(point["config"], point["acf_path"]),
                 "is_baseline": point.get("is_baseline", False),  # the tool found nothing faster than its start
+                "search_speedup": point.get("search_speedup"),  # paretotune's paired figure; Helion has none
                 "twin_id": add(point["config"], None) if point["acf_path"] else None}
     if not entries:
         return {"error": "no arm reached a kernel by any budget"}
@@ -411,11 +423,17 @@ def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any
     for _, row in table.iterrows():
         timed[int(row["candidate_id"])] = {
             "median_ms": _median(samples[str(int(row["candidate_id"]))]), "speedup": float(row["speedup"]),
+            "host_ms": (data.get("host_ms") or {}).get(str(int(row["candidate_id"]))),
             "p_holm": float(row["p_holm"]), "significant": bool(row["significant"]),
             "ci": [float(row["ci_low"]), float(row["ci_high"])]}
     for arm in arms:
         for reached in arm["best_by"].values():
             reached["retimed"] = timed.get(reached["id"])
+            point_search = reached.get("search_speedup") or (
+                _median(samples["baseline"]) / reached["search_ms"] if reached.get("search_ms") else None)
+            if reached["retimed"] and point_search:  # does the search's own figure hold when re-timed?
+                reached["search_speedup"] = point_search
+                reached["search_vs_retime_pct"] = 100 * (point_search / reached["retimed"]["speedup"] - 1)
             twin = timed.get(reached["twin_id"]) if reached["twin_id"] is not None else None
             reached["twin"] = twin
             if reached["retimed"] and twin:  # the gain splits: total = config's share (the twin's) x the ACF's,
@@ -423,6 +441,8 @@ def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any
                 share = compare(samples[str(reached["twin_id"])], samples[str(reached["id"])], direction="min")
                 reached["acf_share"] = share.speedup
     return {"errors": {str(k): v for k, v in data["errors"].items()}, "baseline_median_ms": _median(samples["baseline"]),
+            "timing": data.get("timing"), "timing_source": data.get("timing_source"),
+            "baseline_host_ms": (data.get("host_ms") or {}).get("baseline"),
             "control": timed.get(CONTROL_ID), "candidates": [{**e, **(timed.get(e["candidate_id"]) or {})}
                                                              for e in entries]}
 
@@ -473,7 +493,9 @@ def write_table(out: Path, result: dict[str, Any], budgets: list[float]) -> list
             row = {"kernel": kname, "tool": arm["tool"], "error": arm.get("error", ""),
                    "candidates": arm.get("candidates", arm.get("configs_tested")),
                    "gpu_busy_fraction": arm.get("gpu_busy_fraction"),
-                   "gpu_build_s_per_candidate": arm.get("gpu_build_s_per_candidate")}
+                   "gpu_build_s_per_candidate": arm.get("gpu_build_s_per_candidate"),
+                   "max_candidate_gpu_s": arm.get("max_candidate_gpu_s"), "hung_candidates": arm.get("hung_candidates"),
+                   "watchdog": arm.get("watchdog")}
             for b in budgets:
                 reached = arm.get("best_by", {}).get(f"{b:g}") or {}
                 timed = reached.get("retimed") or {}
@@ -481,6 +503,8 @@ def write_table(out: Path, result: dict[str, Any], budgets: list[float]) -> list
                 row[f"retimed_speedup_by_{b:g}s"] = timed.get("speedup")
                 row[f"significant_by_{b:g}s"] = timed.get("significant")
                 row[f"acf_share_by_{b:g}s"] = reached.get("acf_share")
+                row[f"search_vs_retime_pct_by_{b:g}s"] = reached.get("search_vs_retime_pct")
+                row[f"host_ms_by_{b:g}s"] = timed.get("host_ms")
             rows.append(row)
     if rows:
         with open(out / "ttq.csv", "w", newline="") as fh:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call's steps: install the bundle, run GPU tests, campaigns and benchmarks, write results to $OUT.
 # Usage on the GPU machine (repository root): bash benchmarks/gpu_session.sh STEP...
-#   steps: env keys tests noise attribution ship pretuned pretuned_joint pretuned_mo shared occupancy ncu helion fusion ttq ttq_more compile strategies ray capture ablation
+#   steps: env clock rope keys tests noise attribution ship pretuned pretuned_joint pretuned_mo shared occupancy ncu helion fusion ttq ttq_more compile strategies ray capture ablation
 # Steps use the GPUs in CUDA_VISIBLE_DEVICES; two invocations with different GPUs and OUT folders can run at once.
 set -uo pipefail
 { [ -f /tmp/devenv ] || bash .devbundle/install.sh >/dev/null; } && source /tmp/devenv
@@ -23,6 +23,18 @@ for step in "$@"; do
       ptxas --version | tail -1; ncu --version | tail -1 ;;
     tests)  # GPU_TEST_PATHS: which tests, comma-separated (default: all but Ray's, which the ray step runs)
       log tests; run_tests "${GPU_TEST_PATHS:-tests/gpu tests/kernels tests/ncu}" "${TESTS_TAG:-}" ;;
+    clock)  # configs of pretuned rms_norm timed by each clock, idle and beside CPU burners (CLOCK_ARGS: --burners --rounds)
+      log clock; timeout ${CLOCK_TIMEOUT:-200} python3 benchmarks/bench_clock_under_load.py --out "$OUTDIR/clock" \
+        ${CLOCK_ARGS:-} 2>&1 | tail -12 ;;
+    rope)  # a short Helion kernel with ncu objectives beside its runtime, its front validated; the runtime-only run's throughput beside
+      for c in rope_ncu rope_runtime; do
+        log "rope $c"; timeout ${ROPE_TIMEOUT:-200} python3 -m paretotune.cli run configs/pretuned/$c.yaml \
+          --out "$OUTDIR/runs/$c" --quiet 2>&1 | tail -25
+      done
+      log "rope validate"; timeout ${ROPE_VALIDATE_TIMEOUT:-150} python3 -m paretotune.cli validate "$OUTDIR/runs/rope_ncu" \
+        --top ${ROPE_TOP:-4} --rounds ${ROPE_ROUNDS:-15} 2>&1 | tail -30
+      python3 benchmarks/search_vs_validation.py "$OUTDIR/runs/rope_ncu" "$OUTDIR/runs/rope_runtime" \
+        --out "$OUTDIR/rope_search_vs_validation.json" 2>&1 | tail -20 ;;
     noise)  # issue 16: significant baseline-vs-baseline controls in 20 validate runs, shared vs own buffers
       log noise; timeout ${NOISE_TIMEOUT:-330} python3 benchmarks/bench_noise_floor.py --out "$OUTDIR/noise_floor" \
         ${NOISE_ARGS:-} 2>&1 | tail -30 ;;

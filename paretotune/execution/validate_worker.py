@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from paretotune.execution.arms import arms_notes, check_candidate, open_shape, sync
-from paretotune.execution.timing import Timer, TimingSetting, gpu_timer
+from paretotune.execution.timing import HOST, Timer, TimingSetting, gpu_timer
 from paretotune.kernels.base import KernelAdapter, Prepared
 from paretotune.records import Shape
 
@@ -24,7 +24,8 @@ def validate_in_process(campaign_path: str, campaign_text: str, ptxas_path: str,
                         candidates: list[dict[str, Any]], rounds: int, warmup_ms: float, rep_ms: float,
                         seed: int, *, own_buffers: bool = False) -> dict[str, Any]:
     """Return {shape: {"samples": {"baseline": [...], "-1": [...], id: [...]}, "errors": {id: why},
-    "timing": method, "buffers": "shared" | "own"}} of per-round median times (ms).
+    "timing": method, "buffers": "shared" | "own", "host_ms": {arm: ms}}} of per-round median times (ms), and
+    each arm's host cost per call (measured after the rounds, apart from the ranking clock).
 
     ``own_buffers`` times each arm on tensors of its own (the method before shared buffers); only the noise-floor
     benchmark uses it, to show the difference.
@@ -87,5 +88,7 @@ def validate_shape(adapter: KernelAdapter, shape: Shape, candidates: list[dict[s
         for key in order:
             samples[key].append((shared.time(arms[key], timer) if not own_buffers else
                                  timer(arms[key].launch, shared.method)).median_ms)
+    host = {str(key): shared.time(arm, timer, HOST).median_ms for key, arm in arms.items()}  # apart from the clock
     return {"samples": {str(k): v for k, v in samples.items()}, "errors": {str(k): v for k, v in errors.items()},
-            "timing": shared.method, "buffers": "own" if own_buffers else "shared", **arms_notes(shared)}
+            "timing": shared.method, "buffers": "own" if own_buffers else "shared", "host_ms": host,
+            **arms_notes(shared)}

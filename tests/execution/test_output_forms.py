@@ -156,7 +156,8 @@ def test_timing_rounds_of_an_in_place_kernel_start_from_the_pristine_buffers() -
                      {}, cpu_evaluation(timing="events"), timer=timer)
     assert result["s"]["restored_inputs"] == [0] and result["s"]["timing_source"] == "evaluation.timing"
     pristine = float(adapter.make_inputs(SHAPE, "cpu", 12345)["x"][0])
-    assert len(starts) == 2 and all(adapter.seen[i] == pristine for i in starts)
+    # baseline, candidate, and the candidate's host cost: each round starts from the pristine buffers
+    assert len(starts) == 3 and all(adapter.seen[i] == pristine for i in starts)
     adapter.seen.clear()
     starts.clear()
     cands = [{"candidate_id": 4, "config": {"bias": 0.0, "num_warps": 8}, "acf_path": None}]
