@@ -15,6 +15,12 @@ run_tests() {  # $1: test paths, $2: log tag; ncu tests keep their outputs as fi
   PARETOTUNE_NCU_RECORD_DIR=$OUTDIR/ncu_fixtures timeout ${TESTS_TIMEOUT:-330} python3 -m pytest ${1//,/ } -m gpu -v "${par[@]}" \
     --tb=short --timeout=${TEST_TIMEOUT:-170} --durations=0 -p no:cacheprovider 2>&1 | tee "$OUTDIR/gpu_tests$2.log" | tail -25
 }
+pack() {  # only 8 files come back from a device call: everything but the top-level logs goes into one archive
+  (cd "$OUTDIR" && find . -mindepth 1 -maxdepth 1 ! -name '*.log' ! -name 'session.tgz' -print0 | xargs -0 -r tar czf session.tgz \
+    && find . -mindepth 1 -maxdepth 1 ! -name '*.log' ! -name 'session.tgz' -exec rm -rf {} +)
+  log done
+}
+trap 'log "interrupted: packing what there is"; pack; exit 130' INT TERM  # a call cut at its limit still returns its files
 for step in "$@"; do
   case $step in
     env)
@@ -103,7 +109,4 @@ for step in "$@"; do
         --rep-ms 100 --workers 12 --timeout 120 2>&1 | tail -30 ;;
   esac
 done
-# only 8 files come back from a device call: everything but the top-level logs goes into one archive
-(cd "$OUTDIR" && find . -mindepth 1 -maxdepth 1 ! -name '*.log' ! -name 'session.tgz' -print0 | xargs -0 -r tar czf session.tgz \
-  && find . -mindepth 1 -maxdepth 1 ! -name '*.log' ! -name 'session.tgz' -exec rm -rf {} +)
-log done
+pack
