@@ -38,6 +38,7 @@ CUPTI_PROBE_CALLS = 20  # the first timing of a shape's baseline, which picks th
 CALL_RANGE = "paretotune::call"  # the profiler range around each timed call
 HOST_COST_CALLS = 20  # launches per host-cost round (far below the launch queue's depth)
 HOST_COST_ROUNDS = 5
+HOST_COST_MAX_S = 0.25  # no more rounds after this: a candidate far slower on the GPU waits out each round's sync
 
 
 class ClockUnavailable(RuntimeError):
@@ -102,7 +103,12 @@ def cupti_samples(fn: Callable[[], Any], calls: int) -> list[float]:
             with record_function(CALL_RANGE):
                 fn()
         torch.cuda.synchronize()
-    per_call = [event.device_time_total / 1000.0 for event in prof.events() if event.name == CALL_RANGE]
+    from torch.autograd import DeviceType
+
+    # the CPU-side ranges: each sums the kernels its launches made (the GPU-side annotation of the same name
+    # spans first to last kernel and is left out)
+    per_call = [event.device_time_total / 1000.0 for event in prof.events()
+                if event.name == CALL_RANGE and event.device_type == DeviceType.CPU]
     if len(per_call) != calls or min(per_call, default=0.0) <= 0:
         raise ClockUnavailable(f"CUPTI recorded kernel time for {sum(t > 0 for t in per_call)} of {calls} calls")
     return per_call
@@ -111,11 +117,15 @@ def cupti_samples(fn: Callable[[], Any], calls: int) -> list[float]:
 def host_cost(fn: Callable[[], Any], sync: Callable[[], None], calls: int = HOST_COST_CALLS,
               rounds: int = HOST_COST_ROUNDS) -> float:
     """The host's seconds per call in ms: the time to issue ``calls`` launches back to back, without waiting
-    for the GPU (a call that syncs inside pays its GPU time here too), the median of ``rounds``. What an eager
+    for the GPU (a call that syncs inside pays its GPU time here too), the median of ``rounds`` (fewer once
+    :data:`HOST_COST_MAX_S` have passed: each round first waits for the last one's launches). What an eager
     user of the kernel pays on the CPU per call: Helion's dispatch, tensor-descriptor setup, argument checks.
     Timed apart from the ranking clock, so it can never pose as a GPU speedup."""
-    figures = []
+    figures: list[float] = []
+    began = time.perf_counter()
     for _ in range(rounds):
+        if figures and time.perf_counter() - began > HOST_COST_MAX_S:
+            break
         sync()
         start = time.perf_counter()
         for _ in range(calls):

@@ -168,16 +168,26 @@ def test_timing_rounds_of_an_in_place_kernel_start_from_the_pristine_buffers() -
     assert len(starts) == 9 and all(adapter.seen[i] == pristine for i in starts)
 
 
-def test_auto_timing_follows_the_kernel_authors_use_cudagraph() -> None:
+def test_auto_timing_ranks_by_the_gpu_clock_and_keeps_the_authors_method_beside() -> None:
+    """The module's use_cudagraph() no longer picks the ranking clock: a first CUPTI look does. Where the
+    authors' method differs it is kept beside (recorded, never ranked); where it is the same, not twice."""
+    from paretotune.execution.timing import Timing
+
     class Authored(TorchAdapter):
+        def __init__(self, fn: Any, says: str) -> None:
+            super().__init__(fn)
+            self.says = says
+
         def authors_timing(self) -> str:
-            return "cudagraph"
+            return self.says
 
     calls: list[str] = []
 
     def timer(fn: Callable[[], Any], method: str) -> Any:
         calls.append(method)
-        raise AssertionError("no first look is needed")
+        return Timing(samples_ms=(0.02,))  # 20 us of GPU time: a short call
 
-    arms = open_shape(Authored(_rope_like), SHAPE, "cpu", 0, "auto", timer)
-    assert arms.method == "cudagraph" and arms.method_source == "the kernel module's use_cudagraph()" and not calls
+    arms = open_shape(Authored(_rope_like, "cudagraph"), SHAPE, "cpu", 0, "auto", timer)
+    assert arms.method == "cudagraph" and arms.authors_method is None and calls == ["cupti", "cudagraph"]
+    arms = open_shape(Authored(_rope_like, "events"), SHAPE, "cpu", 0, "auto", timer)
+    assert arms.method == "cudagraph" and arms.authors_method == "events"
