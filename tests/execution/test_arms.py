@@ -176,7 +176,9 @@ def test_validate_times_baseline_control_and_candidates_on_the_same_buffers() ->
     assert result["errors"]["5"].startswith("wrong answer")
     assert result["timing"] == "events" and result["buffers"] == "shared"
     timed = adapter.timed("large")
-    assert len(timed) == 3 * 4 * 3  # three arms, four rounds, three launches per timing
+    # three arms, four rounds, three launches per timing; then each arm's host cost once, apart from the rounds
+    assert len(timed) == 3 * 4 * 3 + 3 * 3
+    assert set(result["host_ms"]) == {"baseline", str(CONTROL_ID), "4"}
     assert len({launch["ptrs"] for launch in timed}) == 1
     checks = [c for c in adapter.checked("large") if c["acf"] is not None and c["x0"] != timed[0]["x0"]]
     assert len(checks) == 2  # each candidate once, on inputs of its own seed (cand 5 failed there)
