@@ -73,9 +73,8 @@ class ValuesPlot:
 class ShapeChart:
     """Improvement over the baseline per shape, for a few candidates, one panel per objective.
 
-    ``bars`` rows: ``candidate_id``, ``objective``, ``shape``, ``improvement`` = 1 / (ratio to the baseline,
-    oriented so that smaller is better), so > 1 is better for "min" and "max" objectives alike (runtime: the
-    speedup). It is ``inf`` where a "min" value drops to 0 from a positive baseline (spills removed).
+    ``bars`` rows: ``candidate_id``, ``objective``, ``shape``, ``improvement``: the gain over the baseline
+    (pareto/convention), > 1 better for "min" and "max" objectives alike (runtime: the speedup). It is ``inf`` where a "min" value drops to 0 from a positive baseline (spills removed).
     """
 
     objectives: list[str]
