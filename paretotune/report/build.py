@@ -17,6 +17,7 @@ import pandas as pd
 from paretotune.front import FrontReport, front_of, load_run
 from paretotune.pareto import normalize_to_baseline, run_hypervolume_progress, select_all_shapes, shapes_of
 from paretotune.pareto.convention import gains
+from paretotune.report.acf_labels import acf_labels
 from paretotune.report.data import PairPlot, ParallelPlot, Progress, ReportData, ShapeChart, ValuesPlot
 from paretotune.report.summary import summary_of
 from paretotune.report.verdicts import read_validation, with_verdicts
@@ -100,7 +101,7 @@ def build_report_data(*, run_dir: str, meta: dict[str, Any], columns: list[Objec
         values=values, shapes=shapes_chart, parallel=parallel, progress=progress,
         front=_front_table(front), all_shapes=all_shapes,
         validation=None if validation is None else with_verdicts(validation),
-        failures=_failures(front.excluded), notes=notes,
+        failures=_failures(front.excluded), notes=notes, acf_labels=acf_labels(results, Path(run_dir) / "acf"),
     )
 
 

@@ -126,11 +126,12 @@ class ReportData:
     shapes: ShapeChart | None
     parallel: ParallelPlot | None
     progress: Progress | None
-    front: pd.DataFrame  # front 0: rank, candidate_id, is_baseline, generation, acf, <col>, <col> ratio, ...
+    front: pd.DataFrame  # front 0: rank, candidate_id, is_baseline, generation, acf, <col>, <col> gain, ...
     all_shapes: pd.DataFrame | None  # select_all_shapes(); None for one shape or without a baseline
     validation: pd.DataFrame | None  # validation.csv plus a ``verdict`` column; None when not validated
     failures: pd.DataFrame  # candidate_id, generation, status, reason, config
     notes: dict[str, str] = field(default_factory=dict)  # plot name -> why it is absent
+    acf_labels: dict[int, str] = field(default_factory=dict)  # candidate id -> its ACF's origin and effect
 
     def plots(self) -> list[str]:
         """Names of the plots this report draws, in page order (the HTML test counts them)."""

@@ -13,6 +13,7 @@ import pandas as pd
 
 from paretotune.extras import require
 from paretotune.pareto.convention import RULE, kind, unit_of
+from paretotune.report.acf_labels import UNREADABLE
 from paretotune.report.cells import acf_cell, config_cell, esc, fmt, html_table, is_nan, note, section, times
 from paretotune.report.data import ReportData
 from paretotune.report.figures import figures
@@ -31,7 +32,7 @@ th,td{border:1px solid #ddd;padding:4px 8px;text-align:right;vertical-align:top}
 th{background:#f0f2f5}td.text,th.text{text-align:left}
 dl.summary{display:grid;grid-template-columns:max-content 1fr;gap:4px 16px;font-size:14px;margin:0}
 dl.summary dt{font-weight:600}dl.summary dd{margin:0}
-.note{color:#555;font-style:italic;font-size:14px}.scroll{overflow-x:auto}
+.note{color:#555;font-style:italic;font-size:14px}.acf-label{font-size:12px;color:#444}.scroll{overflow-x:auto}
 tr.baseline td{background:#f6f6f6}code{font-size:12px}
 .verdict-faster{color:#1a7f1a;font-weight:600}.verdict-error,.verdict-control-flagged{color:#b42318;font-weight:600}
 #render-errors{background:#fde8e8;color:#8a1c1c;padding:10px 28px;font-family:monospace;white-space:pre-wrap}
@@ -152,7 +153,8 @@ def _shapes(data: ReportData, plots: dict[str, str]) -> str:
         else:
             speed = [c for c in table.columns if str(c).startswith("speedup@")]
             headers = ["rank", "id", "acf", "geomean", "worst", *speed, "config"]
-            rows = [[str(int(r["rank"])), str(int(r["candidate_id"])), acf_cell(r["acf"]),
+            rows = [[str(int(r["rank"])), str(int(r["candidate_id"])),
+                     acf_cell(r["acf"], data.acf_labels.get(int(r["candidate_id"]))),
                      times(r["geomean_speedup"]), f"{times(r['worst_speedup'])} ({esc(r['worst_shape'])})",
                      *[times(r[c]) for c in speed], config_cell(r["config"])]
                     for _, r in table.head(50).iterrows()]
@@ -174,7 +176,7 @@ def _front(data: ReportData) -> str:
     rows, classes = [], []
     for _, r in front.iterrows():
         cells = [str(int(r["rank"])), f"{int(r['candidate_id'])}{' (baseline)' if r['is_baseline'] else ''}",
-                 str(int(r["generation"])), acf_cell(r["acf"])]
+                 str(int(r["generation"])), acf_cell(r["acf"], data.acf_labels.get(int(r["candidate_id"])))]
         for c in data.columns:
             ratio = r[f"{c.column} gain"]
             cells += [fmt(r[c.column]), "-" if is_nan(ratio) else f"{float(ratio):.3f}x"]
@@ -189,7 +191,7 @@ def _front(data: ReportData) -> str:
                   "occupancy is 50% more). ACF share: the gain of the candidate over the same config without its "
                   "ACF (> 1: the ACF helped). Crowding: the NSGA-II crowding distance, how far a point "
                   "is from its neighbours on the front (larger = more isolated); ∞ for the points at either end "
-                  "of an objective's range, which every front keeps. ACF files: <run>/acf/<sha>.acf.")
+                  "of an objective's range, which every front keeps. ACF files: <run>/acf/<sha>.acf. " + UNREADABLE)
     return section("front", f"Pareto front ({len(front)})",
                    [intro, html_table(headers, rows, text_columns={"acf", "acf share", "config"},
                                       row_classes=classes)])
