@@ -35,7 +35,7 @@ class Run:
         return read_results(self.path)
 
     def front(self) -> pd.DataFrame:
-        """Front 0 in the command's order, with a ``speedup:<column>`` per runtime-like objective."""
+        """Front 0 in the command's order: raw values and a ``gain:<column>`` per objective (> 1 better)."""
         from paretotune.front import build_front, front_table
 
         return front_table(build_front(self.path))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -88,3 +89,15 @@ def test_the_same_seed_gives_the_same_records(quickstart: tuple[Path, str], tmp_
     first, second = _records(quickstart[0]), _records(again)
     assert sum(bool(r["acf"]) for r in first) >= 20 and any("twin_of" in r["extra"] for r in first)
     assert first == second
+
+
+def test_the_readme_shows_the_front_the_quickstart_prints(quickstart: tuple[Path, str]) -> None:
+    """The README's first output block is this run's front as printed, every line but
+    the ACF's name: CompileIQ encrypts each sample with a fresh nonce, so its file name differs per run."""
+    printed = quickstart[1]
+    readme = (QUICKSTART.parents[1] / "README.md").read_text()
+    start = printed.index("front 0, ordered by knee pick")
+    table = printed[start:printed.index("\n\n", start)].splitlines()
+    shown = readme[readme.index("front 0, ordered by knee pick"):].split("\n```", 1)[0].splitlines()
+    acf = re.compile(r"\b[0-9a-f]{12}\b")
+    assert [acf.sub("<acf>", line) for line in shown] == [acf.sub("<acf>", line) for line in table]

@@ -1,7 +1,9 @@
 """Export a run's results with their Pareto ranking, as CSV, Parquet or JSON, for notebooks and spreadsheets.
 
 One row per evaluated candidate, in evaluation order: the stored columns plus ``front`` (0 = non-dominated;
-empty for rows that could not be ranked), ``crowding`` and ``excluded_reason``. CSV and Parquet keep
+empty for rows that could not be ranked), ``crowding``, ``excluded_reason`` and, after the objective columns,
+``gain:<column>``: each value's gain over the baseline as every other view shows it (pareto/convention, > 1
+better; empty where undefined or without a successful baseline). CSV and Parquet keep
 ``config`` and ``extra`` as JSON text and also split the config into one ``config.<knob>`` column per
 knob (list values as JSON text), so a spreadsheet can filter by knob; JSON output is a list of objects with
 them as nested objects and non-finite numbers as null. Parquet needs pyarrow (or fastparquet).
@@ -62,10 +64,13 @@ def main(args: argparse.Namespace) -> int:
 def export_table(results: pd.DataFrame, directions: dict[str, Any]) -> pd.DataFrame:
     """The results table with the ranking joined on: front, crowding, excluded_reason; evaluation order."""
     from paretotune.pareto import rank_fronts
+    from paretotune.pareto.convention import gain
+    from paretotune.pareto.table import baseline_row
 
     if results.empty:
-        return pd.DataFrame(columns=FIRST + list(directions) + LAST)
+        return pd.DataFrame(columns=FIRST + list(directions) + [f"gain:{c}" for c in directions] + LAST)
     ranking = rank_fronts(results, directions)
+    base = baseline_row(results, directions)
     table = results.copy()
     table["front"] = pd.Series(ranking.ranked["front"], dtype="Int64").reindex(table.index)
     table["crowding"] = ranking.ranked["crowding"].reindex(table.index)
@@ -73,7 +78,10 @@ def export_table(results: pd.DataFrame, directions: dict[str, Any]) -> pd.DataFr
     for column in directions:
         if column not in table.columns:
             table[column] = math.nan
-    order = [c for c in FIRST + list(directions) if c in table.columns]
+    gains = {f"gain:{column}": [math.nan if base is None else gain(float(v), float(base[column]), direction)
+                                for v in table[column]] for column, direction in directions.items()}
+    table = pd.concat([table, pd.DataFrame(gains, index=table.index)], axis=1)
+    order = [c for c in FIRST + list(directions) + list(gains) if c in table.columns]
     order += [c for c in table.columns if c not in order and c not in LAST]
     order += [c for c in LAST if c in table.columns]
     table = table[order]

@@ -1,9 +1,9 @@
 """Print a stored run's ranked Pareto front (and the all-shapes pick when the campaign has several shapes).
 
-One reading of every number: a time objective (runtime, compile time; unit ms or s, minimized) is shown as a
-*speedup*, ``baseline / candidate`` (1.22x = 22% faster, > 1 is better), in this table, the all-shapes table,
-``validate``, the report and the JSON; any other objective as its ratio to the baseline, ``value / baseline``
-(0.54x registers, 1.5x occupancy), with the unit in the header. Raw values are kept beside both.
+One reading of every number (:mod:`paretotune.pareto.convention`): each value beside its gain over the
+baseline, > 1 better (``baseline / value`` where lower is better, a runtime's speedup; ``value / baseline``
+where higher is better), in this table, the all-shapes table, ``validate``, the report, export and the JSON,
+with the unit in the header.
 
 Front 0 is ordered by the knee pick, so row 1 is the balanced choice; the header says so. ``--json`` prints the
 same data as one JSON document; non-finite numbers become null. The model and its renderings live in

@@ -1,8 +1,8 @@
 """FrontReport → JSON (``paretotune front --json``, ``run --json``, the service) and → a DataFrame (the API).
 
-One reading of every number (:mod:`paretotune.pareto.convention`): a time objective is shown as a speedup,
-``baseline / candidate`` (> 1 is better), any other objective as ``value / baseline``; raw values are kept
-beside both. Non-finite numbers become null. ``acf_share`` is given on every objective column.
+One reading of every number (:mod:`paretotune.pareto.convention`): beside each raw value its ``gain`` over the
+baseline, > 1 better (``baseline / value`` where lower is better, a runtime's speedup; ``value / baseline``
+where higher is better). Non-finite numbers become null. ``acf_share`` is given on every objective column.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from paretotune.front.model import FrontReport
-from paretotune.pareto.convention import PICK_TEXT, is_time, unit_of
+from paretotune.pareto.convention import PICK_TEXT, RULE, unit_of
 from paretotune.store import ObjectiveColumn
 
 
@@ -35,8 +35,7 @@ def front_document(report: FrontReport) -> dict[str, Any]:
             "units": {c.column: unit_of(c) for c in report.columns},
         },
         "front_order": PICK_TEXT,
-        "convention": "speedup = baseline / candidate for time objectives (> 1 is faster); ratio = value / baseline "
-                      "for the others",
+        "convention": RULE.removeprefix("numbers: "),
         "hypervolume": _num(report.hypervolume),
         "hypervolume_left_out": list(report.constant),
         "front": [
@@ -61,7 +60,7 @@ def front_document(report: FrontReport) -> dict[str, Any]:
 
 
 def front_table(report: FrontReport) -> pd.DataFrame:
-    """Front 0 as a DataFrame in the table's order: raw values plus ``speedup:<col>`` / ``ratio:<col>``."""
+    """Front 0 as a DataFrame in the table's order: raw values plus ``gain:<col>`` (> 1 better)."""
     rows = []
     for _, row in report.front.iterrows():
         out: dict[str, Any] = {"candidate_id": int(row["candidate_id"]), "acf": acf_text(row.get("acf")),
@@ -69,7 +68,7 @@ def front_table(report: FrontReport) -> pd.DataFrame:
                                "config": config_value(row.get("config"))}
         for c in report.columns:
             out[c.column] = float(row[c.column])
-            out[f"{'speedup' if is_time(c) else 'ratio'}:{c.column}"] = report.ratio(row, c)
+            out[f"gain:{c.column}"] = report.ratio(row, c)
         rows.append(out)
     return pd.DataFrame(rows)
 
@@ -97,11 +96,5 @@ def _num(value: Any) -> float | None:
 
 
 def _cell(report: FrontReport, row: pd.Series, column: ObjectiveColumn) -> dict[str, Any]:
-    """Raw value, unit, ratio value / baseline, and for a time objective its speedup baseline / value."""
-    value = float(row[column.column])
-    base = math.nan if report.baseline is None else float(report.baseline[column.column])
-    out: dict[str, Any] = {"value": _num(value), "unit": unit_of(column),
-                           "ratio": _num(value / base if base not in (0.0,) and math.isfinite(base) else math.nan)}
-    if is_time(column):
-        out["speedup"] = _num(report.ratio(row, column))
-    return out
+    """Raw value, unit and its gain over the baseline (null where undefined)."""
+    return {"value": _num(float(row[column.column])), "unit": unit_of(column), "gain": _num(report.ratio(row, column))}

@@ -62,7 +62,7 @@ class FrontReport:
         return {c.column: c.direction for c in self.columns}
 
     def ratio(self, row: pd.Series, column: ObjectiveColumn) -> float:
-        """The number shown beside a value: speedup for a time objective, else value / baseline; NaN without one."""
+        """The number shown beside a value: its gain over the baseline (pareto/convention); NaN without one."""
         if self.baseline is None:
             return math.nan
         return versus_baseline(float(row[column.column]), float(self.baseline[column.column]), column)

@@ -1,7 +1,7 @@
 """FrontReport → the text ``paretotune front`` prints and ``paretotune run`` ends with.
 
-Front 0 comes first, ordered by the knee pick (the header says so), each value beside its speedup (time
-objectives) or ratio to the baseline; then the all-shapes pick for a campaign of several shapes, then what
+Front 0 comes first, ordered by the knee pick (the header says so), each value beside its gain over the
+baseline (:mod:`paretotune.pareto.convention`, > 1 better; a runtime's gain is its speedup); then the all-shapes pick for a campaign of several shapes, then what
 could not be ranked. The ``acf_share`` column says what a candidate's ACF adds over the same config without
 it (its no-ACF twin) on the first objective where that is defined; "no ACF" or "no twin" otherwise.
 """
@@ -12,7 +12,7 @@ from typing import Any
 
 from paretotune.front.document import acf_text, config_value
 from paretotune.front.model import FrontReport
-from paretotune.pareto.convention import PICK_TEXT, header, is_time, unit_of
+from paretotune.pareto.convention import PICK_TEXT, RULE, header, kind, unit_of
 
 MAX_EXCLUDED_LINES = 10
 
@@ -33,8 +33,7 @@ def render_text(report: FrontReport) -> str:
         if report.hypervolume == 0 and not report.front["is_baseline"].fillna(False).astype(bool).all():
             lines.append("  hypervolume 0: no candidate beats the baseline on every objective at once (a win on one "
                          "objective with a tie on another adds no volume); front 0 below shows the one-objective wins")
-        lines.append("numbers: speedup = baseline / candidate for time objectives (> 1 is faster); "
-                     "x baseline = value / baseline for the others")
+        lines.append(RULE)
     lines.append("")
     if report.front.empty:
         lines.append("no candidate evaluated successfully yet")
@@ -65,9 +64,8 @@ def _all_shapes(report: FrontReport) -> list[str]:
     if report.all_shapes is None:
         return []
     objective = report.columns[0].objective
-    what = "speedup" if is_time(report.columns[0]) else "improvement (baseline / value)"
-    lines = ["", (f"candidates that beat the baseline on every shape, by geomean {objective} {what} over "
-                  "shapes, then worst shape (> 1 is better):")]
+    lines = ["", (f"candidates that beat the baseline on every shape, by geomean {objective} "
+                  f"{kind(report.columns[0])} over shapes, then worst shape (> 1 is better):")]
     if report.all_shapes.empty:
         return lines + ["none"]
     speed = [k for k in report.all_shapes.columns if str(k).startswith("speedup@")]

@@ -14,6 +14,7 @@ import pandas as pd
 
 from paretotune.pareto.attribution import has_acf
 from paretotune.pareto.choose import baseline_config, knobs_changed
+from paretotune.pareto.convention import gains
 from paretotune.pareto.indicators import normalize_to_baseline, require_baseline
 from paretotune.pareto.table import split_usable
 
@@ -50,8 +51,8 @@ def select_all_shapes(
     successful baseline row, in baseline-ratio space (NoBaselineError without one); baseline rows themselves
     are never selected.
 
-    Ranking: speedup on a shape is ``1 / ratio`` of ``objective`` (default: the first objective listed,
-    usually runtime) on that shape, i.e. ``baseline / candidate`` for a "min" objective. Candidates are
+    Ranking: speedup on a shape is the gain (pareto/convention, > 1 better) of ``objective`` (default: the
+    first objective listed, usually runtime) on that shape, i.e. ``baseline / candidate`` for a "min" objective. Candidates are
     ordered by the geometric mean of speedups over shapes (descending), then by the worst-shape speedup
     (descending), then simplest first (no ACF before an ACF, then fewer knobs changed from the baseline's
     config), then by candidate_id. Columns: ``rank`` (1 = ship this), ``candidate_id``, ``acf``,
@@ -88,7 +89,7 @@ def select_all_shapes(
     if chosen.empty:
         return _empty(list(speed_columns))
 
-    speedups = 1.0 / chosen[list(speed_columns.values())].to_numpy(dtype=float)
+    speedups = gains(chosen[list(speed_columns.values())].to_numpy(dtype=float))
     worst = speedups.argmin(axis=1)
     out = pd.DataFrame({
         "candidate_id": chosen["candidate_id"].to_numpy() if "candidate_id" in chosen else chosen.index.to_numpy(),

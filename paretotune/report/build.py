@@ -16,6 +16,8 @@ import pandas as pd
 
 from paretotune.front import FrontReport, front_of, load_run
 from paretotune.pareto import normalize_to_baseline, run_hypervolume_progress, select_all_shapes, shapes_of
+from paretotune.pareto.convention import gains
+from paretotune.report.acf_labels import acf_labels
 from paretotune.report.data import PairPlot, ParallelPlot, Progress, ReportData, ShapeChart, ValuesPlot
 from paretotune.report.summary import summary_of
 from paretotune.report.verdicts import read_validation, with_verdicts
@@ -99,7 +101,7 @@ def build_report_data(*, run_dir: str, meta: dict[str, Any], columns: list[Objec
         values=values, shapes=shapes_chart, parallel=parallel, progress=progress,
         front=_front_table(front), all_shapes=all_shapes,
         validation=None if validation is None else with_verdicts(validation),
-        failures=_failures(front.excluded), notes=notes,
+        failures=_failures(front.excluded), notes=notes, acf_labels=acf_labels(results, Path(run_dir) / "acf"),
     )
 
 
@@ -196,9 +198,8 @@ def _shape_chart(results: pd.DataFrame, ranked: pd.DataFrame, columns: list[Obje
     rows = []
     for _, row in normalized.iterrows():
         for c in shown:
-            ratio = float(row[c.column])
             rows.append({"candidate_id": int(row["candidate_id"]), "objective": c.objective, "shape": c.shape,
-                         "improvement": math.inf if ratio == 0 else 1.0 / ratio})
+                         "improvement": float(gains(float(row[c.column])))})
     objectives = list(dict.fromkeys(c.objective for c in shown))
     return ShapeChart(objectives=objectives, shapes=shapes_of(columns), candidate_ids=ids, selection=selection,
                       bars=pd.DataFrame(rows)), all_shapes
@@ -222,8 +223,8 @@ def _parallel_rows(ranked: pd.DataFrame, columns: list[ObjectiveColumn]) -> pd.D
 
 
 def _front_table(report: FrontReport) -> pd.DataFrame:
-    """Front 0 in the front's (knee) order; ``<col> ratio`` is what 'front' shows beside each value: the speedup
-    (baseline / value) for a time objective, else value / baseline; ``acf share`` as 'front' shows it."""
+    """Front 0 in the front's (knee) order; ``<col> gain`` is what 'front' shows beside each value (its gain over
+    the baseline, pareto/convention); ``acf share`` as 'front' shows it."""
     front = report.front
     table = pd.DataFrame({"rank": np.arange(1, len(front) + 1),
                           "candidate_id": front["candidate_id"].astype(int).to_numpy(),
@@ -232,7 +233,7 @@ def _front_table(report: FrontReport) -> pd.DataFrame:
                           "acf": front["acf"].to_numpy()})
     for c in report.columns:
         table[c.column] = front[c.column].astype(float).to_numpy()
-        table[f"{c.column} ratio"] = [report.ratio(row, c) for _, row in front.iterrows()]
+        table[f"{c.column} gain"] = [report.ratio(row, c) for _, row in front.iterrows()]
     table["crowding"] = front["crowding"].astype(float).to_numpy()
     table["acf share"] = [report.share_text(i, row) for i, (_, row) in enumerate(front.iterrows())]
     table["config"] = front["config"].to_numpy()

@@ -60,9 +60,14 @@ def times(value: Any) -> str:
     return "-" if is_nan(value) else ("∞" if math.isinf(float(value)) else f"{float(value):.3f}x")
 
 
-def acf_cell(value: Any) -> str:
+def acf_cell(value: Any, label: str | None = None) -> str:
+    """The ACF's short hash (the full one on hover) and, below it, what it is (report/acf_labels)."""
     sha = value if isinstance(value, str) else ""
-    return f'<code title="{esc(sha)}">{esc(sha[:12])}</code>' if sha else "none"
+    if not sha:
+        return "none"
+    named = f'<br><span class="acf-label">{esc(label)}</span>' if label else ""
+    return f'<code title="{esc(sha)}">{esc(sha[:12])}</code>{named}'
+
 
 
 def config_cell(text: Any) -> str:

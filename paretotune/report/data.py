@@ -74,9 +74,8 @@ class ValuesPlot:
 class ShapeChart:
     """Improvement over the baseline per shape, for a few candidates, one panel per objective.
 
-    ``bars`` rows: ``candidate_id``, ``objective``, ``shape``, ``improvement`` = 1 / (ratio to the baseline,
-    oriented so that smaller is better), so > 1 is better for "min" and "max" objectives alike (runtime: the
-    speedup). It is ``inf`` where a "min" value drops to 0 from a positive baseline (spills removed).
+    ``bars`` rows: ``candidate_id``, ``objective``, ``shape``, ``improvement``: the gain over the baseline
+    (pareto/convention), > 1 better for "min" and "max" objectives alike (runtime: the speedup). It is ``inf`` where a "min" value drops to 0 from a positive baseline (spills removed).
     """
 
     objectives: list[str]
@@ -128,11 +127,12 @@ class ReportData:
     shapes: ShapeChart | None
     parallel: ParallelPlot | None
     progress: Progress | None
-    front: pd.DataFrame  # front 0: rank, candidate_id, is_baseline, generation, acf, <col>, <col> ratio, ...
+    front: pd.DataFrame  # front 0: rank, candidate_id, is_baseline, generation, acf, <col>, <col> gain, ...
     all_shapes: pd.DataFrame | None  # select_all_shapes(); None for one shape or without a baseline
     validation: pd.DataFrame | None  # validation.csv plus a ``verdict`` column; None when not validated
     failures: pd.DataFrame  # candidate_id, generation, status, reason, config
     notes: dict[str, str] = field(default_factory=dict)  # plot name -> why it is absent
+    acf_labels: dict[int, str] = field(default_factory=dict)  # candidate id -> its ACF's origin and effect
 
     def plots(self) -> list[str]:
         """Names of the plots this report draws, in page order (the HTML test counts them)."""

@@ -145,8 +145,8 @@ def shapes_figure(data: ReportData) -> Any:
                                 hovertemplate=f"{objective} on {shape}<br>candidate %{{x}}: %{{text}}<extra></extra>"),
                           row=row, col=1)
         fig.add_hline(y=1.0, line={"color": BASELINE_COLOR, "dash": "dash", "width": 1}, row=row, col=1)
-        fig.update_yaxes(title_text="x baseline", row=row, col=1)
-    return _layout(fig, "Per shape: improvement over the baseline (> 1 is better)", barmode="group",
+        fig.update_yaxes(title_text="gain", row=row, col=1)
+    return _layout(fig, "Per shape: gain over the baseline (> 1 is better)", barmode="group",
                    height=max(HEIGHT, 260 * len(chart.objectives) + 80))
 
 

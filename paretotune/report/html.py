@@ -12,7 +12,8 @@ from typing import Any
 import pandas as pd
 
 from paretotune.extras import require
-from paretotune.pareto.convention import is_time, unit_of
+from paretotune.pareto.convention import RULE, kind, unit_of
+from paretotune.report.acf_labels import UNREADABLE
 from paretotune.report.cells import acf_cell, config_cell, esc, fmt, html_table, is_nan, note, section, times
 from paretotune.report.data import ReportData
 from paretotune.report.figures import figures
@@ -31,7 +32,7 @@ th,td{border:1px solid #ddd;padding:4px 8px;text-align:right;vertical-align:top}
 th{background:#f0f2f5}td.text,th.text{text-align:left}
 dl.summary{display:grid;grid-template-columns:max-content 1fr;gap:4px 16px;font-size:14px;margin:0}
 dl.summary dt{font-weight:600}dl.summary dd{margin:0}
-.note{color:#555;font-style:italic;font-size:14px}.scroll{overflow-x:auto}
+.note{color:#555;font-style:italic;font-size:14px}.acf-label{font-size:12px;color:#444}.scroll{overflow-x:auto}
 tr.baseline td{background:#f6f6f6}code{font-size:12px}
 .verdict-faster{color:#1a7f1a;font-weight:600}.verdict-error,.verdict-control-flagged{color:#b42318;font-weight:600}
 #render-errors{background:#fde8e8;color:#8a1c1c;padding:10px 28px;font-family:monospace;white-space:pre-wrap}
@@ -111,7 +112,8 @@ def _summary(data: ReportData) -> str:
     items = [("Kernel", f"<code>{esc(s.kernel)}</code>"), ("Shapes", "; ".join(esc(x) for x in s.shapes) or "-"),
              ("Objectives", objectives), ("Budget", esc(s.budget)), ("Target", esc(s.target)),
              ("Toolchain", versions), ("Seed", esc("-" if s.seed is None else str(s.seed))),
-             ("Evaluations", counts), ("Hypervolume", hv)]
+             ("Evaluations", counts), ("Hypervolume", hv),
+             ("Numbers", esc(RULE.removeprefix("numbers: ")))]
     if data.baseline is not None:
         items.append(("Baseline", ", ".join(f"{esc(k)} = {fmt(v)}" for k, v in data.baseline.items())))
     if s.measurement:
@@ -153,7 +155,8 @@ def _shapes(data: ReportData, plots: dict[str, str]) -> str:
         else:
             speed = [c for c in table.columns if str(c).startswith("speedup@")]
             headers = ["rank", "id", "acf", "geomean", "worst", *speed, "config"]
-            rows = [[str(int(r["rank"])), str(int(r["candidate_id"])), acf_cell(r["acf"]),
+            rows = [[str(int(r["rank"])), str(int(r["candidate_id"])),
+                     acf_cell(r["acf"], data.acf_labels.get(int(r["candidate_id"]))),
                      times(r["geomean_speedup"]), f"{times(r['worst_speedup'])} ({esc(r['worst_shape'])})",
                      *[times(r[c]) for c in speed], config_cell(r["config"])]
                     for _, r in table.head(50).iterrows()]
@@ -170,26 +173,27 @@ def _front(data: ReportData) -> str:
     headers = ["rank", "id", "gen", "acf"]
     for c in data.columns:
         unit = f" [{unit_of(c)}]" if unit_of(c) else ""
-        headers += [c.column + unit, "speedup" if is_time(c) else "x baseline"]
+        headers += [c.column + unit, kind(c)]
     headers += ["crowding", "acf share", "config"]
     rows, classes = [], []
     for _, r in front.iterrows():
         cells = [str(int(r["rank"])), f"{int(r['candidate_id'])}{' (baseline)' if r['is_baseline'] else ''}",
-                 str(int(r["generation"])), acf_cell(r["acf"])]
+                 str(int(r["generation"])), acf_cell(r["acf"], data.acf_labels.get(int(r["candidate_id"])))]
         for c in data.columns:
-            ratio = r[f"{c.column} ratio"]
+            ratio = r[f"{c.column} gain"]
             cells += [fmt(r[c.column]), "-" if is_nan(ratio) else f"{float(ratio):.3f}x"]
         cells += [fmt(r["crowding"]), esc(r.get("acf share", "")), config_cell(r["config"])]
         rows.append(cells)
         classes.append("baseline" if r["is_baseline"] else "")
     intro = note("Front 0 ordered by knee pick (each objective rescaled to [0, 1] over the front, smallest sum "
                  "first; of equal sums the simpler build first: no ACF, then fewer knobs changed from the baseline), "
-                 "as 'paretotune front' prints it: row 1 is the one to ship. Runtimes read as speedup = baseline / "
-                  "candidate (1.15x is 15% faster, > 1 is better); other objectives as value / baseline (0.54x registers, "
-                  "1.5x occupancy is 50% more). ACF share: the same config without its ACF over the candidate, "
-                  "as a speedup (> 1: the ACF helped). Crowding: the NSGA-II crowding distance, how far a point "
+                 "as 'paretotune front' prints it: row 1 is the one to ship. Each value beside its gain over the "
+                  "baseline, > 1 is better: baseline / value where lower is better (a runtime's gain is its speedup: "
+                  "1.15x is 15% faster; 2x registers is half as many), value / baseline where higher is better (1.5x "
+                  "occupancy is 50% more). ACF share: the gain of the candidate over the same config without its "
+                  "ACF (> 1: the ACF helped). Crowding: the NSGA-II crowding distance, how far a point "
                   "is from its neighbours on the front (larger = more isolated); ∞ for the points at either end "
-                  "of an objective's range, which every front keeps. ACF files: <run>/acf/<sha>.acf.")
+                  "of an objective's range, which every front keeps. ACF files: <run>/acf/<sha>.acf. " + UNREADABLE)
     return section("front", f"Pareto front ({len(front)})",
                    [intro, html_table(headers, rows, text_columns={"acf", "acf share", "config"},
                                       row_classes=classes)])

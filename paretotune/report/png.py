@@ -135,8 +135,8 @@ def _shapes(new_figure: Any, data: ReportData) -> Any:
             ax.bar(x + (k - (len(chart.shapes) - 1) / 2) * width, np.where(np.isinf(values), cap, values), width,
                    label=shape, color=SHAPE_COLORS[k % len(SHAPE_COLORS)])
         ax.axhline(1.0, color=BASELINE_COLOR, ls="--", lw=1)
-        ax.set_ylabel("x baseline")
-        ax.set_title(f"{objective}: improvement over the baseline (> 1 is better)", fontsize=10)
+        ax.set_ylabel("gain")
+        ax.set_title(f"{objective}: gain over the baseline (> 1 is better)", fontsize=10)
         ax.grid(axis="y", alpha=0.3)
     axes[-1, 0].set_xticks(x, [f"#{i}" for i in chart.candidate_ids])
     axes[-1, 0].set_xlabel("candidate")

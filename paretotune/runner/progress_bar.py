@@ -12,7 +12,7 @@ MAX_CELLS = 4  # columns shown on the progress line; the rest are counted
 
 
 class BestSoFar:
-    """The best speedup so far per time column (runtime@shape), or for a static campaign the best ratio to the
+    """The best speedup so far per time column (runtime@shape), or for a static campaign the best gain over the
     baseline per objective column, for the progress line (one reading: see pareto/convention). A column whose
     ratio is undefined (a baseline of 0, as spill bytes usually are) is left out, not the whole line."""
 
@@ -41,9 +41,7 @@ class BestSoFar:
                 continue
             shown = versus_baseline(float(record.values[c.column]), self.baseline[c.column], c)
             held = self.best.get(c.column)
-            # a speedup or a "max" ratio is better larger; a "min" ratio (registers) smaller
-            larger_better = self.speedups or c.direction == "max"
-            if shown == shown and (held is None or (shown > held if larger_better else shown < held)):
+            if shown == shown and (held is None or shown > held):  # a gain: larger is better
                 self.best[c.column] = shown
 
     def text(self) -> str:
@@ -52,7 +50,7 @@ class BestSoFar:
         shown = [c.column for c in self.columns if c.column in self.best]
         cells = ", ".join(f"{col} {self.best[col]:.3f}x" for col in shown[:MAX_CELLS])
         more = f" (+{len(shown) - MAX_CELLS} more)" if len(shown) > MAX_CELLS else ""
-        return f" best {'speedup' if self.speedups else 'x baseline'}: {cells}{more}"
+        return f" best {'speedup' if self.speedups else 'gain'}: {cells}{more}"
 
 
 class ProgressBar:

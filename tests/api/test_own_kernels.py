@@ -35,14 +35,14 @@ def test_vector_add_example_runs_from_its_campaign(tmp_path: Path) -> None:
     assert doc["front_order"].startswith("ordered by knee pick") and doc["front"]
     assert doc["baseline"]["units"] == {"registers": "regs", "theoretical_occupancy": "%"}
     cell = doc["front"][0]["values"]["registers"]
-    assert cell["ratio"] == pytest.approx(cell["value"] / doc["baseline"]["values"]["registers"])
+    assert cell["gain"] == pytest.approx(doc["baseline"]["values"]["registers"] / cell["value"])
     results = pd.read_json(tmp_path / "run" / "results.jsonl", lines=True)
     search = results[~results["extra"].map(lambda e: "twin_of" in (e if isinstance(e, dict) else json.loads(e)))]
     assert (results["status"] == "ok").all() and len(search) == 9  # baseline + 8; no-ACF twins come after
     baseline = json.loads(results.loc[results["is_baseline"], "config"].iloc[0])
     assert baseline == {"BLOCK": 256, "num_warps": 2}  # each knob's first value
     text = _cli("front", str(tmp_path / "run")).stdout
-    assert "registers [regs, x baseline]" in text and "ordered by knee pick" in text
+    assert "registers [regs, gain]" in text and "ordered by knee pick" in text
     report = _cli("report", str(tmp_path / "run"), "--no-png", "--json")
     assert report.returncode == 0, report.stderr
     assert Path(json.loads(report.stdout)["report"]).is_file()
@@ -71,7 +71,7 @@ def test_autotuned_kernel_is_tuned_unchanged(tmp_path: Path) -> None:
     adapter = _adapter(autotuned.rms_norm)
     assert adapter.default_config(Shape("r", {"rows": 8, "n_cols": 2048}))["BLOCK"] == 2048
     front = run.front()
-    assert "ratio:registers" in front.columns and not front.empty
+    assert "gain:registers" in front.columns and not front.empty
 
 
 def _adapter(spec: object) -> object:
@@ -196,7 +196,7 @@ run = paretotune.run({"name": "cell", "kernel": {"source": kernel}, "shapes": [{
                       "search": {"engine": "compileiq", "generations": 1, "pool_size": 8}}, out=OUT)
 search = run.results[~run.results["extra"].str.contains("twin_of")]
 print("RESULT", len(search), int((search["status"] == "ok").sum()), run.report(png=False).is_file(),
-      "ordered by knee pick" in run.front_text(), "ratio:registers" in run.front().columns)
+      "ordered by knee pick" in run.front_text(), "gain:registers" in run.front().columns)
 '''
 
 
@@ -321,7 +321,7 @@ def test_progress_line_of_a_static_campaign_whose_first_objective_is_flat() -> N
                                                                  "theoretical_occupancy": occupancy})
 
     best = BestSoFar(columns, [rec(0, 167, 18.75, base=True), rec(1, 56, 50.0), rec(2, 30, 100.0)])
-    assert best.text() == " best x baseline: registers 0.180x, theoretical_occupancy 5.333x"
+    assert best.text() == " best gain: registers 5.567x, theoretical_occupancy 5.333x"
 
 
 def test_a_kernel_object_from_an_ended_session_is_a_one_line_error(tmp_path: Path) -> None:

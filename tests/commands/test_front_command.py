@@ -50,10 +50,10 @@ def test_json_report(tmp_path: Path, capsys: pytest.CaptureFixture[str],
     assert [r["candidate_id"] for r in doc["front"]] == [2, 1]  # a knee tie (each best on two of four): no ACF first
     first = doc["front"][1]
     assert first["acf"] == ACF and first["config"] == {"BLOCK": 128} and first["crowding"] is None  # inf -> null
-    # raw value and ratio kept; a time objective also reads as a speedup (baseline / candidate)
-    assert first["values"]["runtime@a"] == {"value": 0.1, "unit": "ms", "ratio": pytest.approx(0.5),
-                                            "speedup": pytest.approx(2.0)}
-    assert "speedup" not in first["values"]["occupancy@a"] and first["values"]["occupancy@a"]["unit"] == "%"
+    # the raw value and its one reading, the gain (a time objective's is its speedup, baseline / candidate)
+    assert first["values"]["runtime@a"] == {"value": 0.1, "unit": "ms", "gain": pytest.approx(2.0)}
+    assert set(first["values"]["occupancy@a"]) == {"value", "unit", "gain"}
+    assert first["values"]["occupancy@a"]["unit"] == "%"
     assert doc["excluded"] == [{"candidate_id": 4, "status": "failed",
                                 "reason": "status=failed: ptxas: too many registers"}]
     assert [r["candidate_id"] for r in doc["all_shapes"]] == [1]
@@ -68,7 +68,7 @@ def test_text_report(tmp_path: Path, capsys: pytest.CaptureFixture[str],
     assert "5 evaluated, 1 excluded, 2 on the Pareto front" in out
     assert ACF[:12] in out and ACF[:13] not in out
     assert "0.1 (2.000x)" in out and "BLOCK=128" in out  # runtime as a speedup, the same reading as all-shapes
-    assert "runtime@a [ms, speedup]" in out and "occupancy@a [%, x baseline]" in out
+    assert "runtime@a [ms, speedup]" in out and "occupancy@a [%, gain]" in out
     assert "ordered by knee pick" in out
     assert "every shape" in out and "2.000x (a)" in out
     assert "candidate 4: status=failed: ptxas: too many registers" in out
@@ -82,7 +82,7 @@ def test_single_shape_and_no_baseline(tmp_path: Path, capsys: pytest.CaptureFixt
     doc = json.loads(run_front(run_dir, capsys, "--json"))
     assert doc["baseline"] is None and doc["hypervolume"] is None and doc["all_shapes"] is None
     assert [r["candidate_id"] for r in doc["front"]] == [1]
-    assert doc["front"][0]["values"]["runtime"]["ratio"] is None
+    assert doc["front"][0]["values"]["runtime"]["gain"] is None
     assert "baseline: none usable" in run_front(run_dir, capsys)
 
 
@@ -133,8 +133,9 @@ def test_an_objective_nothing_moved_is_left_out_of_the_hypervolume(tmp_path: Pat
 
 def test_one_reading_of_a_faster_candidate_across_front_json_and_report(tmp_path: Path,
                                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    """The same candidate, twice as fast as the baseline with 0.5x its registers, reads 2.000x (speedup) and
-    0.500x (ratio) in the front table, its JSON and the report's front table; units are printed."""
+    """The same candidate, twice as fast as the baseline with half its registers, reads 2.000x (speedup) and
+    2.000x (gain: baseline / value, > 1 better) in the front table, its JSON and the report's front table;
+    units are printed."""
     from paretotune.report import load_report_data, render_html
 
     columns = [{"column": "runtime", "direction": "min", "objective": "runtime", "shape": "s"},
@@ -143,15 +144,15 @@ def test_one_reading_of_a_faster_candidate_across_front_json_and_report(tmp_path
             {"candidate_id": 1, "acf": ACF, "values": {"runtime": 0.1, "registers": 50.0}}]
     run = write_run(tmp_path / "run", columns, rows)
     text = run_front(run, capsys)
-    assert "0.1 (2.000x)" in text and "50 (0.500x)" in text
-    assert "runtime [ms, speedup]" in text and "registers [regs, x baseline]" in text
+    assert "0.1 (2.000x)" in text and "50 (2.000x)" in text
+    assert "runtime [ms, speedup]" in text and "registers [regs, gain]" in text
     cells = json.loads(run_front(run, capsys, "--json"))["front"][0]["values"]
-    assert cells["runtime"]["speedup"] == pytest.approx(2.0) and cells["registers"]["ratio"] == pytest.approx(0.5)
+    assert cells["runtime"]["gain"] == pytest.approx(2.0) and cells["registers"]["gain"] == pytest.approx(2.0)
     data = load_report_data(run)
     row = data.front[data.front["candidate_id"] == 1].iloc[0]
-    assert row["runtime ratio"] == pytest.approx(2.0) and row["registers ratio"] == pytest.approx(0.5)
+    assert row["runtime gain"] == pytest.approx(2.0) and row["registers gain"] == pytest.approx(2.0)
     page = render_html(data)
-    assert "runtime [ms]" in page and "2.000x" in page and "speedup = baseline / candidate" in page
+    assert "runtime [ms]" in page and "2.000x" in page and "baseline / value where lower is better" in page
 
 
 @pytest.mark.parametrize("argv", [["front"], ["export", "--format", "json", "--out", "-"]], ids=["front", "export"])

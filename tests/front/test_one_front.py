@@ -59,8 +59,8 @@ def test_the_report_front_table_is_the_front_model(tmp_path: Path) -> None:
     assert list(table["candidate_id"]) == [r["candidate_id"] for r in doc["front"]]
     for (_, got), want in zip(table.iterrows(), doc["front"], strict=True):
         for c in DIRECTIONS:
-            ratio = want["values"][c]["ratio"]  # null in JSON where undefined (0 spills against 0)
-            assert math.isnan(got[f"{c} ratio"]) if ratio is None else got[f"{c} ratio"] == pytest.approx(ratio)
+            ratio = want["values"][c]["gain"]  # null in JSON where undefined (0 spills against 0)
+            assert math.isnan(got[f"{c} gain"]) if ratio is None else got[f"{c} gain"] == pytest.approx(ratio)
         if want["acf"]:  # its no-ACF twin is the baseline (same config): 128 / 64 registers
             assert want["acf_share"]["registers"] == pytest.approx(2.0) and got["acf share"] == "2.000x registers"
         else:

@@ -91,3 +91,27 @@ def test_two_shape_report_renders(tmp_path: Path) -> None:
     expected = load_report_data(run).plots()
     assert {"shapes", "parallel"} <= set(expected)
     check_every_plot_rendered(render(run / "report" / "report.html", tmp_path / "two_shapes.png"), expected)
+
+
+def test_the_readme_picture_is_the_current_quickstart_report(tmp_path: Path) -> None:
+    """docs/img/quickstart-front.png is the first screen of the quickstart's report as it is today: its record
+    belongs to that very image (hash), shows what today's report of a fresh quickstart run shows (summary and
+    first trade-off plot, as data), and a fresh screenshot of that report, made here as the picture was made
+    (`python -m tests.report.readme_screenshot`), has its size and, block by block, its layout."""
+    import hashlib
+    import json
+
+    from . import readme_screenshot as shot
+
+    record = json.loads(shot.RECORD.read_text())
+    assert record["png_sha256"] == hashlib.sha256(shot.PICTURE.read_bytes()).hexdigest(), (
+        "the picture changed without its record: python -m tests.report.readme_screenshot")
+    browser = chromium()
+    run = shot.quickstart_report(tmp_path)
+    assert record["shown"] == shot.shown(run), (
+        "the report shows other things than the README's picture: python -m tests.report.readme_screenshot")
+    fresh = shot.screenshot(run / "report" / "report.html", tmp_path / "fresh.png", browser)
+    from PIL import Image
+
+    assert Image.open(fresh).size == Image.open(shot.PICTURE).size == tuple(record["window"])
+    assert shot.distance(fresh, shot.PICTURE) < 0.03

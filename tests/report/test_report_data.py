@@ -41,7 +41,7 @@ def test_quickstart_summary_and_plots(quickstart_run: Path) -> None:
     base = results.loc[results["is_baseline"]].iloc[0]
     assert data.baseline == {c: float(base[c]) for c in directions}
     row = data.front.iloc[0]
-    assert row["registers ratio"] == pytest.approx(row["registers"] / base["registers"])
+    assert row["registers gain"] == pytest.approx(base["registers"] / row["registers"])
 
     # every successful non-baseline candidate appears in each pair plot exactly once (grouped by equal values)
     usable = ranking.ranked.loc[~ranking.ranked["is_baseline"].astype(bool)]

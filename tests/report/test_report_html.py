@@ -98,3 +98,40 @@ def test_an_outlier_draws_on_a_log_axis_and_crowding_is_explained(tmp_path: Path
     assert png.read_bytes().startswith(PNG_MAGIC)
     page = render_html(data)
     assert "Crowding: the NSGA-II crowding distance" in page and "∞ for the points at either end" in page
+
+
+def test_the_report_names_each_acf_by_where_it_came_from_and_what_it_changed(quickstart_run: Path) -> None:
+    """A real quickstart run: each ACF on the front reads as a CompileIQ sample of ptxas 13.3 with what it changed
+    in the build against its no-ACF twin (read here from the stored records), not only as a hash; the page says
+    why its controls are not listed (CompileIQ's ACFs are encrypted)."""
+    import json
+
+    import pandas as pd
+
+    from paretotune.pareto.attribution import config_key
+
+    data = load_report_data(quickstart_run)
+    page = render_html(data)
+    results = pd.read_json(quickstart_run / "results.jsonl", lines=True, dtype={"acf": str})
+    results["acf"] = results["acf"].fillna("")
+    plain = {config_key(r["config"]): r for _, r in results.sort_values("candidate_id").iterrows() if not r["acf"]}
+    acf_rows = [r for _, r in data.front.iterrows() if isinstance(r["acf"], str) and r["acf"]]
+    assert acf_rows, "the quickstart's front holds an ACF candidate"
+    named = 0
+    for r in acf_rows:
+        cid = int(r["candidate_id"])
+        row = results.set_index("candidate_id").loc[cid]
+        label = data.acf_labels[cid]
+        assert label.startswith("CompileIQ sample, ptxas 13.3; ")
+        twin = plain.get(config_key(row["config"]))
+        assert twin is not None, "front 0's ACF configs get a no-ACF twin"
+        mine, theirs = (json.loads(x)["wide"]["registers"] for x in (row["extra"], twin["extra"]))
+        if mine != theirs:
+            assert f"registers {theirs:g} -> {mine:g}" in label
+        else:
+            assert "same registers" in label
+        cell = re.search(rf'<code title="{r["acf"]}">{r["acf"][:12]}</code><br><span class="acf-label">([^<]*)</span>',
+                         page)
+        assert cell is not None and cell.group(1).replace("&gt;", ">") == label
+        named += 1
+    assert named == len(acf_rows) and "ACFs are encrypted, so the controls one sets cannot be listed" in page
