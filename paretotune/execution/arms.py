@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from paretotune.execution.timing import (ClockUnavailable, Timer, Timing, TimingMethod,
+from paretotune.execution.cupti import ClockUnavailable
+from paretotune.execution.timing import (Timer, Timing, TimingMethod,
                                         TimingSetting, check_output, choose_method)
 from paretotune.kernels.base import Inputs, KernelAdapter, Prepared
 from paretotune.records import Shape

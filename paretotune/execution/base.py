@@ -56,6 +56,9 @@ def scaled_limit(factor: float, baseline_s: float | None, floor_s: float, cap_s:
 
 GPU_WAIT_FLOOR_S = 1.0  # the least a candidate's wait for the GPU may take before it counts as hung
 TIMING_FLOOR_S = 2.0  # the least a timing step may take (a profiler or a graph capture starts in it)
+BUILD_FLOOR_S = 5.0  # the least a build step on the GPU worker may take (a restarted worker opens its shape)
+BUILD_VS_BASELINE = 5.0  # x the baseline's longest build step: the CPU pool built the candidate already, so the
+# GPU worker's build is a cache load; one that compiles again (10-37 s on the H200 host) holds the GPU idle
 
 
 def phase_limits(evaluation: Any, baseline: TrialRecord | None,
@@ -64,8 +67,8 @@ def phase_limits(evaluation: Any, baseline: TrialRecord | None,
     ``timing``: one timing step): ``measure_timeout_vs_baseline`` times the baseline's longest phase of that
     kind, at least :data:`GPU_WAIT_FLOOR_S` / :data:`TIMING_FLOOR_S`, at most ``measure_timeout_s``. The
     baseline's phases come from its measurement (``per_shape``) or from its stored record (a resumed run). None
-    (only the whole job's limit) without a baseline figure or with a factor of 0. Build phases keep the whole
-    job's limit: they are host work, and ptxas has its own."""
+    (only the whole job's limit) without a baseline figure or with a factor of 0. ``build`` (host work on the
+    GPU worker): :data:`BUILD_VS_BASELINE` times the baseline's longest, at least :data:`BUILD_FLOOR_S`."""
     factor = evaluation.measure_timeout_vs_baseline
     if not factor or baseline is None or baseline.status != "ok":
         return None
@@ -77,8 +80,11 @@ def phase_limits(evaluation: Any, baseline: TrialRecord | None,
     if not longest:
         return None
     floors = {"gpu": GPU_WAIT_FLOOR_S, "timing": TIMING_FLOOR_S}
-    return {kind: scaled_limit(factor, longest.get(kind, 0.0) or floor / factor, floor, evaluation.measure_timeout_s)
-            for kind, floor in floors.items()}
+    limits = {kind: scaled_limit(factor, longest.get(kind, 0.0) or floor / factor, floor, evaluation.measure_timeout_s)
+              for kind, floor in floors.items()}
+    if longest.get("build"):
+        limits["build"] = scaled_limit(BUILD_VS_BASELINE, longest["build"], BUILD_FLOOR_S, evaluation.measure_timeout_s)
+    return limits
 
 
 def measure_time_limit(evaluation: Any, baseline_s_per_shape: float | None) -> float:

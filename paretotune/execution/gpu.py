@@ -140,8 +140,9 @@ class GpuWorker:
             while True:
                 if not self._conn.poll(max(0.0, deadline - time.monotonic())):
                     self._restart()
-                    if deadline < whole:
-                        return "timeout", (f"hung: {phase} took over {phase_limits[kind]:.1f} s "
+                    if deadline < whole:  # a step's own limit: on the GPU a hang, on the host a slow build
+                        said = "hung" if kind != "build" else "too slow"
+                        return "timeout", (f"{said}: {phase} took over {phase_limits[kind]:.1f} s "
                                            f"(the limit for this step, scaled from the baseline's)")
                     return "timeout", f"{timeout_says or f'GPU measurement timed out after {limit:.0f} s'} ({phase})"
                 status, payload = self._conn.recv()

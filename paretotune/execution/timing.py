@@ -35,14 +35,9 @@ SHORT_KERNEL_MS = 0.05  # below this GPU time (a first CUPTI median), ``auto`` t
 GRAPH_REPLAYS = 10  # do_bench_cudagraph (triton 3.x) times this many replays of its graph
 CUPTI_MAX_CALLS = 400  # per timing: enough for a median, and the profiler's trace stays small to read
 CUPTI_PROBE_CALLS = 20  # the first timing of a shape's baseline, which picks the method
-CALL_RANGE = "paretotune::call"  # the profiler range around each timed call
 HOST_COST_CALLS = 20  # launches per host-cost round (far below the launch queue's depth)
 HOST_COST_ROUNDS = 5
 HOST_COST_MAX_S = 0.25  # no more rounds after this: a candidate far slower on the GPU waits out each round's sync
-
-
-class ClockUnavailable(RuntimeError):
-    """A GPU-side clock could not time this call (no CUPTI kernel records, a capture that failed)."""
 
 
 @dataclass(frozen=True)
@@ -87,31 +82,13 @@ def bench(fn: Callable[[], Any], warmup_ms: float, rep_ms: float,
 
 
 def cupti_samples(fn: Callable[[], Any], calls: int) -> list[float]:
-    """Each call's GPU time in ms: the summed durations of the kernels it launched, as CUPTI records them
-    (torch.profiler). L2 is flushed before each call (Triton's own flush buffer, as ``do_bench`` does), outside
-    the call's range, so the flush is not counted. No host time enters: gaps between launches are not kernel
-    time. Raises :class:`ClockUnavailable` when a call shows no kernel time (CUPTI not recording)."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile, record_function
-    from triton import runtime
+    """Each call's GPU time in ms: what its kernels took on the GPU as CUPTI records them (torch.profiler), L2
+    flushed before each call (Triton's own flush buffer, as ``do_bench`` does) and the flush not counted
+    (:mod:`paretotune.execution.cupti`). Raises :class:`~paretotune.execution.cupti.ClockUnavailable` where
+    the records cannot say."""
+    from paretotune.execution.cupti import per_call_ms, profile_calls
 
-    cache = runtime.driver.active.get_empty_cache_for_benchmark()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            cache.zero_()
-            with record_function(CALL_RANGE):
-                fn()
-        torch.cuda.synchronize()
-    from torch.autograd import DeviceType
-
-    # the CPU-side ranges: each sums the kernels its launches made (the GPU-side annotation of the same name
-    # spans first to last kernel and is left out)
-    per_call = [event.device_time_total / 1000.0 for event in prof.events()
-                if event.name == CALL_RANGE and event.device_type == DeviceType.CPU]
-    if len(per_call) != calls or min(per_call, default=0.0) <= 0:
-        raise ClockUnavailable(f"CUPTI recorded kernel time for {sum(t > 0 for t in per_call)} of {calls} calls")
-    return per_call
+    return per_call_ms(profile_calls(fn, calls), calls)
 
 
 def host_cost(fn: Callable[[], Any], sync: Callable[[], None], calls: int = HOST_COST_CALLS,

@@ -19,7 +19,8 @@ import torch
 from paretotune.campaign.schema import EvaluationSpec
 from paretotune.execution.arms import check_candidate, open_shape
 from paretotune.execution.gpu_worker import GpuJob, measure
-from paretotune.execution.timing import HOST, ClockUnavailable, Timing, TimingMethod, choose_method
+from paretotune.execution.cupti import ClockUnavailable
+from paretotune.execution.timing import HOST, Timing, TimingMethod, choose_method
 from paretotune.execution.validate_worker import CONTROL_ID, validate_shape
 from paretotune.kernels.base import Inputs, Prepared
 from paretotune.records import Shape

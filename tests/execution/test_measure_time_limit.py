@@ -149,16 +149,17 @@ def test_a_candidate_stuck_on_the_gpu_is_cut_at_its_gpu_wait_limit_not_the_job_l
 
 
 def test_phase_limits_scale_from_the_baseline_phases_with_a_floor_of_about_a_second() -> None:
-    from paretotune.execution.base import GPU_WAIT_FLOOR_S, TIMING_FLOOR_S, phase_limits
+    from paretotune.execution.base import BUILD_FLOOR_S, GPU_WAIT_FLOOR_S, TIMING_FLOOR_S, phase_limits
     from paretotune.records import TrialRecord
 
     ev = EvaluationSpec(measure_timeout_s=60, measure_timeout_vs_baseline=20)
     base = TrialRecord(candidate_id=0, generation=0, config={}, acf=None, is_baseline=True, status="ok")
     assert phase_limits(ev, None) is None  # before the baseline: only the job's limit
     quick = {"s": {"phase_max_s": {"build": 4.0, "gpu": 0.002, "timing": 0.3}}}
-    assert phase_limits(ev, base, quick) == {"gpu": GPU_WAIT_FLOOR_S, "timing": 6.0}
+    assert phase_limits(ev, base, quick) == {"gpu": GPU_WAIT_FLOOR_S, "timing": 6.0, "build": 20.0}
     slow = {"a": {"phase_max_s": {"gpu": 0.01, "timing": 0.05}}, "b": {"phase_max_s": {"gpu": 0.2, "timing": 9.0}}}
     assert phase_limits(ev, base, slow) == {"gpu": 4.0, "timing": 60.0}  # the longest shape's; capped
+    assert phase_limits(ev, base, {"s": {"phase_max_s": {"build": 0.3, "gpu": 0.01}}})["build"] == BUILD_FLOOR_S
     assert phase_limits(ev, base, {"s": {"phase_max_s": {"gpu": 0.0, "timing": 0.01}}})["timing"] == TIMING_FLOOR_S
     stored = TrialRecord(candidate_id=0, generation=0, config={}, acf=None, is_baseline=True, status="ok",
                          extra=quick)  # a resumed run: the stored baseline's phases

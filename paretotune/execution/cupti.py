@@ -1,0 +1,100 @@
+"""Each call's GPU time from CUPTI's activity records, read through torch.profiler (Kineto): no host time enters.
+
+The profile holds, per call, an L2 flush (torch's ``zero_`` on Triton's flush buffer, inside a
+:data:`FLUSH_RANGE`) and then the call (inside a :data:`CALL_RANGE`). A call's GPU time is the summed duration of
+the GPU activities (kernels, memsets, copies) between its flush and the next one, in GPU time order. The flush is
+found by its link: torch's launches carry the id of the CPU op they were made under (``linked_correlation_id``),
+so the flush's activity points at an op inside a flush range. Triton's launches (driver API) carry no such link on
+every torch build (the H200's torch 2.11 left all 400 of a Triton call's ranges without kernels), which is why
+the calls are told apart by the flushes between them rather than by their own links. A profile whose flushes
+cannot be told apart is refused (:class:`ClockUnavailable`), never guessed.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+CALL_RANGE = "paretotune::call"
+FLUSH_RANGE = "paretotune::flush"
+GPU_ACTIVITIES = ("kernel", "gpu_memset", "gpu_memcpy")  # Kineto's activity types of work on the GPU
+
+
+class ClockUnavailable(RuntimeError):
+    """A GPU-side clock could not time this call (no CUPTI kernel records, a capture that failed)."""
+
+
+@dataclass(frozen=True)
+class Activity:
+    """One record of the profile: a CPU op or range (``kind`` cpu_op, user_annotation, cuda_runtime, ...) or a
+    GPU activity (``kind`` in :data:`GPU_ACTIVITIES`); ``linked``: for a GPU activity, the ``id`` of the CPU op it
+    was launched under (0: none recorded)."""
+
+    name: str
+    kind: str
+    start_ns: int
+    end_ns: int
+    id: int = 0
+    linked: int = 0
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.kind in GPU_ACTIVITIES
+
+
+def profile_calls(fn: Callable[[], Any], calls: int) -> list[Activity]:
+    """Run ``calls`` flush-then-call pairs under torch.profiler (CPU and CUDA activities) and return its
+    records. Needs CUDA."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+    from triton import runtime
+
+    cache = runtime.driver.active.get_empty_cache_for_benchmark()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            with record_function(FLUSH_RANGE):
+                cache.zero_()
+            with record_function(CALL_RANGE):
+                fn()
+        torch.cuda.synchronize()
+    return [Activity(e.name(), str(e.activity_type()), int(e.start_ns()), int(e.end_ns()), int(e.correlation_id()),
+                     int(e.linked_correlation_id())) for e in prof.profiler.kineto_results.events()]
+
+
+def per_call_ms(activities: Sequence[Activity], calls: int) -> list[float]:
+    """Each call's GPU time in ms (see the module's docstring), or :class:`ClockUnavailable` saying what the
+    profile held."""
+    flush_ids = _ids_within(activities, FLUSH_RANGE)
+    gpu = sorted((a for a in activities if a.on_gpu), key=lambda a: a.start_ns)
+    segments: list[float] = []
+    after_flush = False
+    for act in gpu:
+        if act.linked in flush_ids:
+            if not after_flush:  # a flush made of several activities still opens one segment
+                segments.append(0.0)
+            after_flush = True
+            continue
+        after_flush = False
+        if segments:
+            segments[-1] += (act.end_ns - act.start_ns) / 1e6
+    if len(segments) == calls and min(segments, default=0.0) > 0:
+        return segments
+    raise ClockUnavailable(f"{len(gpu)} GPU activities, {sum(a.linked in flush_ids for a in gpu)} of them flushes; "
+                           f"{len(segments)} flush-to-flush segments ({sum(s > 0 for s in segments)} with work) "
+                           f"for {calls} calls")
+
+
+def _ids_within(activities: Sequence[Activity], range_name: str) -> set[int]:
+    """The ids of the CPU records that started inside a range of this name (the range's own id included)."""
+    ranges = sorted((a.start_ns, a.end_ns) for a in activities if a.name == range_name and not a.on_gpu)
+    starts = [r[0] for r in ranges]
+    out = set()
+    for act in activities:
+        if act.on_gpu or not act.id:
+            continue
+        i = bisect_right(starts, act.start_ns) - 1
+        if i >= 0 and act.start_ns <= ranges[i][1]:
+            out.add(act.id)
+    return out

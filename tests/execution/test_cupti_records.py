@@ -1,0 +1,54 @@
+"""Reading each call's GPU time from CUPTI records: the records are those torch.profiler gives (Kineto's activity
+types and links), laid out as a profile of flush-then-call pairs is. The H200 runs the real profiler
+(tests/gpu/test_clock_gpu.py)."""
+from __future__ import annotations
+
+import pytest
+
+from paretotune.execution.cupti import CALL_RANGE, FLUSH_RANGE, Activity, ClockUnavailable, per_call_ms
+
+US = 1000  # ns
+
+
+def profile(call_kernels: list[list[int]], *, link_calls: bool, flush_parts: int = 1,
+            link_flush: bool = True) -> list[Activity]:
+    """Per call: a flush range holding aten::zero_ (its GPU work: ``flush_parts`` activities linked to it), then a
+    call range holding one launch per kernel (its kernels linked to the range, or not: a Triton launch)."""
+    acts: list[Activity] = []
+    cpu, gpu, ids = 0, 0, 100
+    for kernels in call_kernels:
+        ids += 1
+        flush_op = ids
+        acts += [Activity(FLUSH_RANGE, "user_annotation", cpu, cpu + 5 * US, id=ids + 1000),
+                 Activity("aten::zero_", "cpu_op", cpu + US, cpu + 4 * US, id=flush_op)]
+        for part in range(flush_parts):
+            acts.append(Activity("memset" if part == 0 else "fill", "gpu_memset" if part == 0 else "kernel", gpu,
+                                 gpu + 60 * US, linked=flush_op if link_flush else 0))
+            gpu += 61 * US
+        cpu += 6 * US
+        ids += 1
+        call = ids
+        acts.append(Activity(CALL_RANGE, "user_annotation", cpu, cpu + 10 * US, id=call))
+        for dur in kernels:
+            acts.append(Activity("triton_kernel", "kernel", gpu, gpu + dur * US, linked=call if link_calls else 0))
+            gpu += dur * US + 2 * US  # a gap between kernels is not the call's GPU time
+        cpu += 11 * US
+    return acts
+
+
+@pytest.mark.parametrize("flush_parts", [1, 2])
+def test_triton_launches_without_links_are_timed_between_the_flushes(flush_parts: int) -> None:
+    acts = profile([[19], [20, 3], [21]], link_calls=False, flush_parts=flush_parts)
+    assert per_call_ms(acts, 3) == pytest.approx([0.019, 0.023, 0.021])
+
+
+def test_unlinked_kernels_and_unlinked_flushes_are_refused_not_guessed() -> None:
+    acts = profile([[19], [20]], link_calls=False, link_flush=False)
+    with pytest.raises(ClockUnavailable, match="0 of them flushes; 0 flush-to-flush segments"):
+        per_call_ms(acts, 2)
+
+
+def test_a_call_with_no_gpu_work_is_refused() -> None:
+    acts = profile([[19], []], link_calls=False)
+    with pytest.raises(ClockUnavailable, match=r"2 flush-to-flush segments \(1 with work\) for 2 calls"):
+        per_call_ms(acts, 2)
