@@ -52,3 +52,45 @@ def test_a_call_with_no_gpu_work_is_refused() -> None:
     acts = profile([[19], []], link_calls=False)
     with pytest.raises(ClockUnavailable, match=r"2 flush-to-flush segments \(1 with work\) for 2 calls"):
         per_call_ms(acts, 2)
+
+
+class OlderKinetoEvent:
+    """What torch 2.11's ``_KinetoEvent`` offers (no ``activity_type``, no ``end_ns``): the H200's torch."""
+
+    def __init__(self, name: str, on_gpu: bool, start: int, duration: int, corr: int = 0, linked: int = 0) -> None:
+        self._v = (name, on_gpu, start, duration, corr, linked)
+
+    def name(self) -> str:
+        return self._v[0]
+
+    def device_type(self) -> object:
+        from torch.autograd import DeviceType
+
+        return DeviceType.CUDA if self._v[1] else DeviceType.CPU
+
+    def start_ns(self) -> int:
+        return self._v[2]
+
+    def duration_ns(self) -> int:
+        return self._v[3]
+
+    def correlation_id(self) -> int:
+        return self._v[4]
+
+    def linked_correlation_id(self) -> int:
+        return self._v[5]
+
+
+def test_records_of_a_torch_without_activity_types_are_read_by_their_device() -> None:
+    from paretotune.execution.cupti import activity
+
+    events = [OlderKinetoEvent(FLUSH_RANGE, False, 0, 5 * US, corr=1), OlderKinetoEvent("aten::zero_", False, US, US, 2),
+              OlderKinetoEvent(FLUSH_RANGE, True, 0, 60 * US),  # the flush range's GPU-side annotation
+              OlderKinetoEvent("fill", True, 0, 60 * US, linked=2),
+              OlderKinetoEvent(CALL_RANGE, False, 6 * US, 10 * US, corr=3),
+              OlderKinetoEvent("triton_kernel", True, 61 * US, 19 * US)]
+    acts = [activity(e) for e in events]
+    assert [a.kind for a in acts] == ["user_annotation", "cpu_op", "gpu_user_annotation", "kernel", "user_annotation",
+                                      "kernel"]
+    assert acts[-1].end_ns == 80 * US
+    assert per_call_ms(acts, 1) == pytest.approx([0.019])
