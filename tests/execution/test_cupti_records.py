@@ -94,3 +94,14 @@ def test_records_of_a_torch_without_activity_types_are_read_by_their_device() ->
                                       "kernel"]
     assert acts[-1].end_ns == 80 * US
     assert per_call_ms(acts, 1) == pytest.approx([0.019])
+
+
+def test_a_cuda_api_record_inside_a_flush_never_marks_a_call_s_work_as_flush() -> None:
+    """CUDA API records (linked to their op) carry CUPTI's correlation id, another numbering than the ops' ids:
+    one inside a flush range may share its number with an op of a call (torch's copy_ on the H200)."""
+    acts = profile([[30], [31]], link_calls=True)
+    call_ops = [a.id for a in acts if a.name == CALL_RANGE]
+    flush_ops = [a for a in acts if a.name == "aten::zero_"]
+    acts += [Activity("cudaMemsetAsync", "cuda_runtime", f.start_ns + 10, f.start_ns + 20, id=call, linked=f.id)
+             for f, call in zip(flush_ops, call_ops, strict=True)]
+    assert per_call_ms(acts, 2) == pytest.approx([0.030, 0.031])
