@@ -2,12 +2,13 @@
 
 The profile holds, per call, an L2 flush (torch's ``zero_`` on Triton's flush buffer, inside a
 :data:`FLUSH_RANGE`) and then the call (inside a :data:`CALL_RANGE`). A call's GPU time is the summed duration of
-the GPU activities (kernels, memsets, copies) between its flush and the next one, in GPU time order. The flush is
-found by its link: torch's launches carry the id of the CPU op they were made under (``linked_correlation_id``),
-so the flush's activity points at an op inside a flush range. Triton's launches (driver API) carry no such link on
-every torch build (the H200's torch 2.11 left all 400 of a Triton call's ranges without kernels), which is why
-the calls are told apart by the flushes between them rather than by their own links. A profile whose flushes
-cannot be told apart is refused (:class:`ClockUnavailable`), never guessed.
+the GPU activities (kernels, memsets, copies) between its flush and the next one, in GPU time order. Triton's
+launches (driver API) carry no link to the range they were made in on every torch build (the H200's torch 2.11
+left all 400 of a Triton call's ranges without kernels), which is why calls are told apart by the flushes
+between them. A flush is a GPU activity with a flush's name (learnt from a profile of flushes alone) that is
+linked to an op inside a flush range: names alone would take a call's own ``zero_`` for a flush, and links alone
+mistook 61 of 100 ``copy_`` calls for flushes on the H200 (ids of different numberings matched). A profile whose
+flushes cannot be told apart is refused (:class:`ClockUnavailable`), never guessed.
 """
 from __future__ import annotations
 
@@ -43,15 +44,20 @@ class Activity:
         return self.kind in GPU_ACTIVITIES
 
 
-def profile_calls(fn: Callable[[], Any], calls: int) -> list[Activity]:
-    """Run ``calls`` flush-then-call pairs under torch.profiler (CPU and CUDA activities) and return its
-    records. Needs CUDA."""
+def profile_calls(fn: Callable[[], Any], calls: int) -> tuple[list[Activity], set[str]]:
+    """Run ``calls`` flush-then-call pairs under torch.profiler (CPU and CUDA activities) and return its records,
+    with the names of a flush's GPU activities (from a short profile of flushes alone). Needs CUDA."""
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
     from triton import runtime
 
     cache = runtime.driver.active.get_empty_cache_for_benchmark()
     torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as alone:
+        for _ in range(2):
+            cache.zero_()
+        torch.cuda.synchronize()
+    flush_names = {a.name for a in map(activity, alone.profiler.kineto_results.events()) if a.on_gpu}
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for _ in range(calls):
             with record_function(FLUSH_RANGE):
@@ -59,7 +65,7 @@ def profile_calls(fn: Callable[[], Any], calls: int) -> list[Activity]:
             with record_function(CALL_RANGE):
                 fn()
         torch.cuda.synchronize()
-    return [activity(e) for e in prof.profiler.kineto_results.events()]
+    return [activity(e) for e in prof.profiler.kineto_results.events()], flush_names
 
 
 def activity(event: Any) -> Activity:
@@ -81,15 +87,16 @@ def activity(event: Any) -> Activity:
     return Activity(name, kind, start, end, int(event.correlation_id()), int(event.linked_correlation_id()))
 
 
-def per_call_ms(activities: Sequence[Activity], calls: int) -> list[float]:
+def per_call_ms(activities: Sequence[Activity], calls: int, flush_names: set[str]) -> list[float]:
     """Each call's GPU time in ms (see the module's docstring), or :class:`ClockUnavailable` saying what the
     profile held."""
     flush_ids = _ids_within(activities, FLUSH_RANGE)
     gpu = sorted((a for a in activities if a.on_gpu), key=lambda a: a.start_ns)
+    flushes = {id(a) for a in gpu if a.name in flush_names and a.linked in flush_ids}
     segments: list[float] = []
     after_flush = False
     for act in gpu:
-        if act.linked in flush_ids:
+        if id(act) in flushes:
             if not after_flush:  # a flush made of several activities still opens one segment
                 segments.append(0.0)
             after_flush = True
@@ -99,7 +106,7 @@ def per_call_ms(activities: Sequence[Activity], calls: int) -> list[float]:
             segments[-1] += (act.end_ns - act.start_ns) / 1e6
     if len(segments) == calls and min(segments, default=0.0) > 0:
         return segments
-    raise ClockUnavailable(f"{len(gpu)} GPU activities, {sum(a.linked in flush_ids for a in gpu)} of them flushes; "
+    raise ClockUnavailable(f"{len(gpu)} GPU activities, {len(flushes)} of them flushes; "
                            f"{len(segments)} flush-to-flush segments ({sum(s > 0 for s in segments)} with work) "
                            f"for {calls} calls")
 

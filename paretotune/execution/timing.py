@@ -88,7 +88,8 @@ def cupti_samples(fn: Callable[[], Any], calls: int) -> list[float]:
     the records cannot say."""
     from paretotune.execution.cupti import per_call_ms, profile_calls
 
-    return per_call_ms(profile_calls(fn, calls), calls)
+    activities, flush_names = profile_calls(fn, calls)
+    return per_call_ms(activities, calls, flush_names)
 
 
 def host_cost(fn: Callable[[], Any], sync: Callable[[], None], calls: int = HOST_COST_CALLS,
