@@ -34,8 +34,6 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False,
     check_files(codes)
     if trial_import:  # a module already imported here has nothing left to run at import time
         trial_imports([c for c in codes if c.is_file or c.target not in sys.modules])
-    if after_trial is not None:
-        after_trial()
     with hidden_output() if trial_import else contextlib.nullcontext():
         obj = import_object(override.source, campaign.path.parent, where)
         factory = None if override.inputs is None else import_object(override.inputs, campaign.path.parent,
@@ -51,12 +49,10 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False,
         obj = _captured(campaign, obj)
     adapter = adapter_for(obj, override.source.rpartition(":")[2], where)
     _use_campaign(campaign, adapter)
-    heuristic = getattr(getattr(adapter, "spec", None), "heuristic", None)
-    if trial_import and override.heuristic is not None and heuristic is not None:
-        from paretotune.kernels.helion_heuristic import load
-
-        with hidden_output(), contextlib.suppress(Exception):  # its errors: default_config says them in a line
-            load(Path(heuristic))  # here once, quietly: the trial showed what it prints
+    if trial_import:
+        _trial_heuristic(campaign, adapter)
+    if after_trial is not None:
+        after_trial()
     restrict = getattr(adapter, "restrict_to", None)
     if restrict is not None:  # e.g. an autotuned kernel's configs that its pruning drops on every shape
         try:
@@ -97,6 +93,26 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False,
         for shape in campaign.shapes:
             validate_config(adapter.space(), adapter.default_config(shape), f"{campaign.path}: kernel.default")
     return adapter
+
+
+def _trial_heuristic(campaign: Campaign, adapter: Any) -> None:
+    """A Helion kernel's AOT heuristic file is user code too: the one Helion finds beside the kernel (none was
+    named) is imported in a child first, like the named ones were; then each is imported here, quietly."""
+    import contextlib
+
+    from paretotune.campaign.trial_import import Code, hidden_output, trial_imports
+    from paretotune.kernels.helion import HelionAdapter
+
+    path = adapter.heuristic_path() if isinstance(adapter, HelionAdapter) else None
+    if path is None:
+        return
+    if campaign.spec.kernel.heuristic is None:
+        trial_imports([Code(where=f"{campaign.path}: kernel.heuristic (found beside kernel.source)",
+                            target=str(path), is_file=True, written=str(path))])
+    from paretotune.kernels.helion_heuristic import load
+
+    with hidden_output(), contextlib.suppress(Exception):  # its errors: default_config says them in a line
+        load(Path(path))  # the trial showed what it prints
 
 
 def _captured(campaign: Campaign, kernel: Any) -> Any:

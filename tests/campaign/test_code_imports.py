@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,12 +56,14 @@ def one_line(err: str) -> str:
     return lines[0]
 
 
-def test_inputs_that_sleep_at_import_are_refused_at_the_deadline(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("field", "value"), [("inputs", "slow.py:inputs"), ("heuristic", "slow.py")])
+def test_code_that_sleeps_at_import_is_refused_at_the_deadline(tmp_path: Path, field: str, value: str) -> None:
+    """A heuristic file is imported on trial too, before anything says whose kernel it is for."""
     (tmp_path / "slow.py").write_text("import time\ntime.sleep(300)\n")
-    path = campaign(tmp_path, source=SOFTMAX, inputs="slow.py:inputs")
+    path = campaign(tmp_path, source=SOFTMAX, **{field: value})
     code, out, err, took = run_cli(tmp_path, path, PARETOTUNE_IMPORT_TIMEOUT_S="5")
     assert code == 2, (code, err[-3000:])
-    assert one_line(err) == (f"paretotune: error: {path}: kernel.inputs: importing {tmp_path / 'slow.py'} did not "
+    assert one_line(err) == (f"paretotune: error: {path}: kernel.{field}: importing {tmp_path / 'slow.py'} did not "
                              "finish within 5 s (an endless loop at import time? $PARETOTUNE_IMPORT_TIMEOUT_S sets "
                              "the limit)")
     assert took < 200  # the deadline (5 s) after the CLI's own start-up, never the module's 300 s
