@@ -257,7 +257,11 @@ def hidden_output() -> Iterator[None]:
     imports of code whose output the trial import has shown already."""
     sys.stdout.flush()
     sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
+    try:
+        saved = os.dup(1), os.dup(2)
+    except OSError:  # a process started with either closed: there is nothing to hide it from
+        yield
+        return
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(devnull, 1)
