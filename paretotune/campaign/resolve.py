@@ -4,29 +4,43 @@ directory, so a typo never costs a compile; every message names the file and the
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from paretotune.campaign.load import Campaign
-from paretotune.campaign.user_code import import_object
+from paretotune.campaign.user_code import check_files, import_object, named_code
 from paretotune.errors import UserError
 from paretotune.kernels.base import KernelAdapter, UnknownShapeKey, validate_config
 from paretotune.objectives.base import Objective
+from paretotune.text_file import not_a_file
 
 
 def make_adapter(campaign: Campaign, *, trial_import: bool = False,
                  after_trial: Callable[[], None] | None = None) -> KernelAdapter:
     """Instantiate the adapter for the kernel spec object the campaign names (Triton or Helion).
-    ``trial_import``: import user code in a child first (the CLI's first look at a campaign does);
-    ``after_trial``: called once the kernel passed it (see :func:`~paretotune.campaign.user_code.import_object`)."""
+    ``trial_import``: import every piece of user code it names in one child first, within the import deadline
+    (:func:`~paretotune.campaign.trial_import.trial_imports`; the CLI's first look at a campaign does), then
+    here with their output hidden (the trial showed it); ``after_trial``: called once all passed (workers
+    started early wait for it before they import the code)."""
+    import contextlib
+    import sys
+
+    from paretotune.campaign.trial_import import hidden_output, trial_imports
     from paretotune.kernels.registry import adapter_for
 
     where = f"{campaign.path}: kernel.source"
     override = campaign.spec.kernel
-    obj = import_object(override.source, campaign.path.parent, where, trial=trial_import, after_trial=after_trial)
-    if override.inputs is not None:
+    codes = named_code(override, campaign.path.parent, str(campaign.path))
+    check_files(codes)
+    if trial_import:  # a module already imported here has nothing left to run at import time
+        trial_imports([c for c in codes if c.is_file or c.target not in sys.modules])
+    with hidden_output() if trial_import else contextlib.nullcontext():
+        obj = import_object(override.source, campaign.path.parent, where)
+        factory = None if override.inputs is None else import_object(override.inputs, campaign.path.parent,
+                                                                       f"{campaign.path}: kernel.inputs")
+    if factory is not None:
         from paretotune.kernels.helion import spec_from_kernel
 
-        factory = import_object(override.inputs, campaign.path.parent, f"{campaign.path}: kernel.inputs")
         try:
             obj = spec_from_kernel(obj, factory, atol=override.atol, rtol=override.rtol)
         except TypeError as exc:
@@ -35,6 +49,10 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False,
         obj = _captured(campaign, obj)
     adapter = adapter_for(obj, override.source.rpartition(":")[2], where)
     _use_campaign(campaign, adapter)
+    if trial_import:
+        _trial_heuristic(campaign, adapter)
+    if after_trial is not None:
+        after_trial()
     restrict = getattr(adapter, "restrict_to", None)
     if restrict is not None:  # e.g. an autotuned kernel's configs that its pruning drops on every shape
         try:
@@ -77,6 +95,26 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False,
     return adapter
 
 
+def _trial_heuristic(campaign: Campaign, adapter: Any) -> None:
+    """A Helion kernel's AOT heuristic file is user code too: the one Helion finds beside the kernel (none was
+    named) is imported in a child first, like the named ones were; then each is imported here, quietly."""
+    import contextlib
+
+    from paretotune.campaign.trial_import import Code, hidden_output, trial_imports
+    from paretotune.kernels.helion import HelionAdapter
+
+    path = adapter.heuristic_path() if isinstance(adapter, HelionAdapter) else None
+    if path is None:
+        return
+    if campaign.spec.kernel.heuristic is None:
+        trial_imports([Code(where=f"{campaign.path}: kernel.heuristic (found beside kernel.source)",
+                            target=str(path), is_file=True, written=str(path))])
+    from paretotune.kernels.helion_heuristic import load
+
+    with hidden_output(), contextlib.suppress(Exception):  # its errors: default_config says them in a line
+        load(Path(path))  # the trial showed what it prints
+
+
 def _captured(campaign: Campaign, kernel: Any) -> Any:
     """The spec ``kernel.captured`` makes of the kernel: inputs rebuilt from a capture's recorded calls."""
     from paretotune.capturing.replay import captured_spec
@@ -84,8 +122,11 @@ def _captured(campaign: Campaign, kernel: Any) -> Any:
     override = campaign.spec.kernel
     path = (campaign.path.parent / str(override.captured)).resolve()
     where = f"{campaign.path}: kernel.captured"
-    if not path.is_file():
+    problem = not_a_file(path)
+    if problem == "missing":
         raise UserError(f"{where}: no such file: {path}")
+    if problem:
+        raise UserError(f"{where}: {path}: not a regular file ({problem})")
     try:
         return captured_spec(kernel, path, atol=override.atol, rtol=override.rtol)
     except (TypeError, ValueError) as exc:
@@ -98,14 +139,14 @@ def _use_campaign(campaign: Campaign, adapter: Any) -> None:
 
     from paretotune.kernels.helion import HelionAdapter
 
-    if not isinstance(adapter, HelionAdapter):
-        return
     heuristic = campaign.spec.kernel.heuristic
-    if heuristic is not None:
-        path = (campaign.path.parent / heuristic).resolve()
-        if not path.is_file():
-            raise UserError(f"{campaign.path}: kernel.heuristic: no such file: {path}")
-        adapter.spec = replace(adapter.spec, heuristic=str(path))
+    if not isinstance(adapter, HelionAdapter):
+        if heuristic is not None:  # never ignored: the campaign would not run what it says
+            raise UserError(f"{campaign.path}: kernel.heuristic: only a Helion kernel has an AOT heuristic; "
+                            f"kernel '{adapter.name}' is a {type(adapter).__name__.removesuffix('Adapter')} kernel")
+        return
+    if heuristic is not None:  # a regular file: make_adapter checked it before any import
+        adapter.spec = replace(adapter.spec, heuristic=str((campaign.path.parent / heuristic).resolve()))
     gpu = any(o.stage != "static" for o in make_objectives(campaign))
     adapter.use_campaign(campaign.shapes, campaign.target, gpu)
 

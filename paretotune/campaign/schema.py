@@ -53,6 +53,10 @@ def _known(names: list[str] | tuple[str, ...]) -> str:
     return ", ".join(sorted(names))
 
 
+CODE_FIELDS = ("source", "inputs", "heuristic")  # KernelSpec fields that name code the campaign imports (one
+# confinement rule in the service, one trial import in a child with a deadline: campaign/user_code.py)
+
+
 class KernelSpec(_Strict):
     """Which kernel to tune: ``module:attr`` or ``path/to/file.py:attr`` naming a TritonKernel/HelionKernel,
     or a bare Helion kernel (``@helion.kernel`` / ``@helion.aot_kernel``) together with ``inputs``, a
@@ -65,7 +69,7 @@ class KernelSpec(_Strict):
     source: str = Field(min_length=3, max_length=4096)
     inputs: str | None = Field(default=None, min_length=3, max_length=4096)  # input factory for a bare Helion kernel
     captured: str | None = Field(default=None, min_length=1, max_length=4096)  # calls file (relative to the campaign)
-    heuristic: str | None = Field(default=None, min_length=1)  # AOT heuristic file (relative to the campaign)
+    heuristic: str | None = Field(default=None, min_length=1, max_length=4096)  # AOT heuristic .py file
     atol: float | None = Field(default=None, ge=0)  # tolerances of the correctness check (bare Helion kernel)
     rtol: float | None = Field(default=None, ge=0)
     space: dict[str, list[Any]] | None = None  # overrides (a subset of) the adapter's knobs
@@ -79,6 +83,13 @@ class KernelSpec(_Strict):
         target, _, attr = v.rpartition(":")
         if not target or not attr:
             raise ValueError(f"{v!r} must be 'module:attr' or 'path/to/file.py:attr'")
+        return v
+
+    @field_validator("heuristic")
+    @classmethod
+    def _python_file(cls, v: str | None) -> str | None:
+        if v is not None and not v.endswith(".py"):
+            raise ValueError(f"{v!r} is not a Python file: an AOT heuristic is a .py file (relative to the campaign)")
         return v
 
     @model_validator(mode="after")

@@ -1,7 +1,9 @@
-"""Import a campaign's kernel code once in a forked child first, so that what user code does at import time
-cannot end or hang the campaign process: ``sys.exit(3)``, ``os._exit(0)``, an endless loop or an exception
-become one-line errors naming the file. Only then does the caller import it for real (workers import it
-normally, as before).
+"""Import a campaign's code (``kernel.source``, ``kernel.inputs``, ``kernel.heuristic``: every field that names
+code) once in a forked child first, so that what user code does at import time cannot end or hang the campaign
+process: ``sys.exit(3)``, ``os._exit(0)``, a segfault, an endless loop, an exception or a missing attribute
+become one-line errors naming the field and the file. Only then does the caller import it for real (workers
+import it normally, as before). One child imports every module in turn, within one deadline; what they print
+is shown once, capped (:data:`OUTPUT_CAP_BYTES`), and only if they all passed.
 
 A fork, not a spawn: the child starts with the parent's modules (torch and Triton are imported first), so the
 trial costs about what the user's own module costs to import, not another interpreter start-up.
@@ -16,6 +18,8 @@ import os
 import select
 import sys
 import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +28,22 @@ from paretotune.processes import kill_group, kill_own_group_when_closed, lead_ow
 
 DEFAULT_TIMEOUT_S = 120.0  # importing Helion on a busy 2-core machine takes tens of seconds
 TIMEOUT_ENV = "PARETOTUNE_IMPORT_TIMEOUT_S"
+OUTPUT_CAP_BYTES = 4096  # of what the trial's imports print, shown (the 2026-12-04 audit: a 10 MB print, all shown)
+
+
+@dataclass(frozen=True)
+class Code:
+    """One piece of code a campaign names, as the trial imports it."""
+
+    where: str  # message prefix: the campaign file and the field, e.g. ``x.yaml: kernel.inputs``
+    target: str  # a resolved file path or a module name
+    is_file: bool
+    written: str  # the file or module as the campaign writes it (named in messages)
+    attr: str | None = None  # the attribute it must have; None: a file imported whole (an AOT heuristic)
+
+    @property
+    def what(self) -> str:
+        return self.target if self.is_file else f"module '{self.target}'"
 
 
 def timeout_s() -> float:
@@ -72,37 +92,60 @@ def _preload(names: tuple[str, ...] = ("torch", "triton")) -> None:
             pass
 
 
-def _import_in_child(target: str, is_file: bool) -> str:
-    """Runs in the forked child: import, and return '' or why it failed (one line)."""
+def _import_in_child(code: Code) -> str:
+    """Runs in the forked child: import ``code`` and look its attribute up; '' or why not (one line, the message
+    after the field)."""
     try:
-        if is_file:
-            path = Path(target)
+        if code.is_file:
+            path = Path(code.target)
             spec = importlib.util.spec_from_file_location(f"paretotune_trial_{path.stem}", path)
-            assert spec is not None and spec.loader is not None
+            if spec is None or spec.loader is None:
+                return f"cannot import {code.what} (not an importable Python file)"
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
         else:
-            importlib.import_module(target)
-        return ""
+            module = importlib.import_module(code.target)
     except SystemExit as exc:
-        return f"it called sys.exit({exc.code!r}) while being imported"
+        return f"cannot import {code.what} (it called sys.exit({exc.code!r}) while being imported)"
     except BaseException as exc:  # noqa: BLE001 - anything user code raises
-        return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        return f"cannot import {code.what} ({type(exc).__name__}: {' '.join(str(exc).split())})"
+    if code.attr is None:
+        return ""
+    try:
+        getattr(module, code.attr)
+        return ""
+    except AttributeError as exc:
+        return missing_attribute(code.written, code.attr, module, exc)
+    except BaseException as exc:  # noqa: BLE001 - a module __getattr__ that fails otherwise
+        return f"module '{code.written}': looking up '{code.attr}' failed ({type(exc).__name__}: {exc})"
+
+
+def missing_attribute(written: str, attr: str, module: Any, exc: AttributeError) -> str:
+    """The message for a module without ``attr`` (a module that looks names up says why not)."""
+    why = " ".join(str(exc).split()) if hasattr(module, "__getattr__") else ""
+    return f"module '{written}' has no attribute '{attr}'" + (f" ({why})" if why else "")
 
 
 def trial_import(target: str, is_file: bool, where: str) -> None:
-    """Import ``target`` (a file path or a module name) in a forked child within :func:`timeout_s`; raise a
-    one-line UserError naming it if the import fails, exits or does not finish.
+    """:func:`trial_imports` of one file or module, no attribute looked up."""
+    trial_imports([Code(where=where, target=target, is_file=is_file, written=target)])
 
-    The child leads its own process group, and the group (the child and whatever the import started) is
-    killed when the trial ends, however it ends; the child kills it too if this process dies. Its output
-    goes nowhere: the caller's own import of the file shows it once. The answer is the child's one-line
-    message, read as soon as it is whole: a process the import forked may hold the pipe open long after
-    (the 2026-12-01 audit: "did not finish within 5 s" for a file that had finished and forked)."""
+
+def trial_imports(codes: Sequence[Code]) -> None:
+    """Import ``codes`` in turn in one forked child within :func:`timeout_s` (all of them together); raise a
+    one-line UserError naming the field if an import fails, exits, crashes, does not finish, or lacks its
+    attribute. Then show what the imports printed (capped) on stderr.
+
+    The child leads its own process group, and the group (the child and whatever the imports started) is
+    killed when the trial ends, however it ends; the child kills it too if this process dies. The answer is the
+    child's one-line message, read as soon as it is whole: a process an import forked may hold the pipes open
+    long after (the 2026-12-01 audit: "did not finish within 5 s" for a file that had finished and forked)."""
+    if not codes:
+        return
     limit = timeout_s()
     _preload()
-    what = f"{target}" if is_file else f"module '{target}'"
-    read_fd, write_fd = os.pipe()
+    read_fd, write_fd = os.pipe()  # the child's progress and answer: B<i>, then K or E<i> <message>
+    out_r, out_w = os.pipe()  # what the imports print
     watch_r, watch_w = os.pipe()  # end of file in the child when this process is gone
     sys.stdout.flush()
     sys.stderr.flush()
@@ -112,64 +155,163 @@ def trial_import(target: str, is_file: bool, where: str) -> None:
         try:
             lead_own_group()
             faulthandler.disable()  # a crash at import is reported by the parent, in one line
-            os.close(read_fd)
-            os.close(watch_w)
+            for fd in (read_fd, out_r, watch_w):
+                os.close(fd)
             kill_own_group_when_closed(watch_r)
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, 1)  # user code's output must not reach the CLI's (nor be shown twice)
-            os.dup2(devnull, 2)
-            message = _import_in_child(target, is_file)
-            os.write(write_fd, ("E" + message if message else "K").encode("utf-8", "replace")[:4000] + b"\n")
+            os.dup2(out_w, 1)  # user code's output goes to the parent, which caps it
+            os.dup2(out_w, 2)
+            _child(codes, write_fd)
         except BaseException:  # noqa: BLE001
             code = 1
         finally:
             os._exit(code)
     with contextlib.suppress(OSError):  # set on both sides: no window where the child is still in ours
         os.setpgid(pid, pid)
-    os.close(write_fd)
-    os.close(watch_r)
+    for fd in (write_fd, out_w, watch_r):
+        os.close(fd)
     deadline = time.monotonic() + limit
+    output = _Output()
     try:
-        if mentions_helion(target, is_file):
+        if any(mentions_helion(c.target, c.is_file) for c in codes):
             _preload(("helion",))  # in this process, at the same time as the child's import
-        data, status = _wait_for_child(pid, read_fd, deadline)
+        data, status = _wait_for_child(pid, read_fd, out_r, output, deadline)
     finally:
         os.close(read_fd)
-        kill_group(pid)  # the child and everything its import started; the child is not reaped yet
+        kill_group(pid)  # the child and everything its imports started; the child is not reaped yet
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
+        output.drain(out_r)
+        os.close(out_r)
         os.close(watch_w)
-    if data.startswith(b"K"):
+    lines = data.decode("utf-8", "replace").splitlines()
+    answer = next((line for line in lines if line[:1] in ("K", "E")), None)
+    if answer == "K":
+        output.show()
         return
-    if data.startswith(b"E"):
-        raise UserError(f"{where}: cannot import {what} ({data[1:].decode('utf-8', 'replace').strip()})")
+    begun = [int(line[1:]) for line in lines if line[:1] == "B" and line[1:].isdigit()]
+    at = codes[begun[-1]] if begun and begun[-1] < len(codes) else codes[0]
+    if answer is not None:
+        index, _, message = answer[1:].partition(" ")
+        failed = codes[int(index)] if index.isdigit() and int(index) < len(codes) else at
+        raise UserError(f"{failed.where}: {message.strip()}")
     if status is None:
-        raise UserError(f"{where}: importing {what} did not finish within {limit:g} s "
+        raise UserError(f"{at.where}: importing {at.what} did not finish within {limit:g} s "
                         f"(an endless loop at import time? ${TIMEOUT_ENV} sets the limit)")
     how = (f"killed by signal {-os.waitstatus_to_exitcode(status)}" if os.WIFSIGNALED(status)
            else f"exit code {os.waitstatus_to_exitcode(status)}")
-    raise UserError(f"{where}: importing {what} ended the process ({how}; os._exit or a crash at import time)")
+    raise UserError(f"{at.where}: importing {at.what} ended the process ({how}; os._exit or a crash at import time)")
 
 
-def _wait_for_child(pid: int, fd: int, deadline: float) -> tuple[bytes, int | None]:
-    """The child's message (one line, b'' if none) and its wait status if it ended by itself (None: it was
-    still running at the deadline, or it wrote its message and may still be ending)."""
+def _child(codes: Sequence[Code], fd: int) -> None:
+    """The child's work: each import in turn, its progress and its answer written to ``fd``."""
+    for i, code in enumerate(codes):
+        os.write(fd, f"B{i}\n".encode())
+        message = _import_in_child(code)
+        with contextlib.suppress(Exception):  # what it printed reaches the parent before the answer
+            sys.stdout.flush()
+            sys.stderr.flush()
+        if message:
+            os.write(fd, f"E{i} {message}".encode("utf-8", "replace")[:4000] + b"\n")
+            return
+    os.write(fd, b"K\n")
+
+
+class _Output:
+    """What the trial's imports printed: the first :data:`OUTPUT_CAP_BYTES` kept, the rest only counted."""
+
+    def __init__(self) -> None:
+        self.kept = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = OUTPUT_CAP_BYTES - len(self.kept)
+        if room > 0:
+            self.kept += chunk[:room]
+
+    def drain(self, fd: int) -> None:
+        """What is there to read now (bounded: a process an import forked may go on printing)."""
+        with contextlib.suppress(OSError):
+            for _ in range(256):
+                if not select.select([fd], [], [], 0)[0]:
+                    return
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    return
+                self.add(chunk)
+
+    def show(self) -> None:
+        if not self.total:
+            return
+        text = self.kept.decode("utf-8", "replace")
+        sys.stderr.write(text if text.endswith("\n") else text + "\n")
+        if self.total > len(self.kept):
+            sys.stderr.write(f"paretotune: the campaign's code printed {self.total} bytes while being imported; "
+                             f"only the first {len(self.kept)} are shown\n")
+        sys.stderr.flush()
+
+
+@contextlib.contextmanager
+def hidden_output() -> Iterator[None]:
+    """File descriptors 1 and 2 to /dev/null for the block (C extensions print there too), then back: for
+    imports of code whose output the trial import has shown already."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        saved = os.dup(1), os.dup(2)
+    except OSError:  # a process started with either closed: there is nothing to hide it from
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, devnull):
+            os.close(fd)
+
+
+def _wait_for_child(pid: int, fd: int, out_fd: int, output: _Output, deadline: float
+                    ) -> tuple[bytes, int | None]:
+    """The child's messages (its answer K or E last, b'' if none) and its wait status if it ended by itself
+    (None: it was still running at the deadline, or it answered and may still be ending); what the imports
+    print meanwhile goes to ``output``."""
     data = b""
+    watched = [fd, out_fd]
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], min(0.05, max(0.0, deadline - time.monotonic())))
-        if ready:
+        ready, _, _ = select.select(watched, [], [], min(0.05, max(0.0, deadline - time.monotonic())))
+        if out_fd in ready:
+            chunk = os.read(out_fd, 65536)
+            if chunk:
+                output.add(chunk)
+            else:
+                watched.remove(out_fd)
+        if fd in ready:
             chunk = os.read(fd, 4096)
             data += chunk
-            if b"\n" in data:
+            if _answered(data):
                 return data, None
             if chunk:
                 continue
+        elif ready:
+            continue
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             with contextlib.suppress(OSError):  # what it wrote just before it ended
                 while select.select([fd], [], [], 0)[0] and (chunk := os.read(fd, 4096)):
                     data += chunk
             return data, status
-        if ready:  # end of file without a message, the child still there (it closed the pipe): wait for it
+        if fd in ready:  # end of file without an answer, the child still there (it closed the pipe): wait for it
+            watched = [w for w in watched if w != fd]
             time.sleep(0.05)
     return data, None
+
+
+def _answered(data: bytes) -> bool:
+    return any(line[:1] in (b"K", b"E") for line in data.split(b"\n")[:-1])

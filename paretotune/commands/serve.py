@@ -29,9 +29,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the Ray cluster campaigns with execution.backend: ray run on (host:port, ray://..., "
                         "auto or local); without it such campaigns are refused. Campaigns never name one")
     parser.add_argument("--import-root", action="append", dest="import_roots", metavar="MODULE",
-                        help="module prefix kernel.source may name (repeatable; default paretotune.kernels.bundled)")
+                        help="module prefix kernel.source and kernel.inputs may name (repeatable; default "
+                        "paretotune.kernels.bundled and paretotune.kernels.workloads)")
     parser.add_argument("--kernel-dir", action="append", dest="kernel_dirs", type=Path, metavar="DIR",
-                        help="folder whose .py files kernel.source may name (repeatable; default none)")
+                        help="folder whose .py files kernel.source, kernel.inputs and kernel.heuristic may name "
+                        "(repeatable; default none)")
     parser.add_argument("--static-concurrency", type=int, default=1,
                         help="CPU-only (static objective) campaigns run side by side (default 1)")
     parser.add_argument("--gpus", help="comma-separated CUDA device ids for GPU campaigns, one campaign each "

@@ -46,13 +46,20 @@ class HelionView:
 
 
 def helion_view(campaign: Any) -> HelionView | None:
-    """The campaign's kernel as a :class:`HelionView`, or None for a kernel that is not a Helion one."""
-    from paretotune.campaign.user_code import import_object
+    """The campaign's kernel as a :class:`HelionView`, or None for a kernel that is not a Helion one. Its code
+    is imported in a child first, as ``run`` does (:func:`~paretotune.campaign.trial_import.trial_imports`)."""
+    import sys
+
+    from paretotune.campaign.trial_import import trial_imports
+    from paretotune.campaign.user_code import check_files, import_object, named_code
     from paretotune.kernels.helion import HelionKernel, import_helion
     from paretotune.kernels.helion_heuristic import find_heuristic
 
     spec = campaign.spec.kernel
     where = f"{campaign.path}: kernel"
+    codes = named_code(spec, campaign.path.parent, str(campaign.path))
+    check_files(codes)
+    trial_imports([c for c in codes if c.is_file or c.target not in sys.modules])
     obj = import_object(spec.source, campaign.path.parent, f"{where}.source")
     helion = import_helion()
     if spec.inputs is not None and isinstance(obj, helion.Kernel):

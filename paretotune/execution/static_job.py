@@ -10,17 +10,17 @@ import hashlib
 import io
 import os
 import shutil
-import sys
 import tempfile
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from paretotune.campaign.trial_import import hidden_output
 from paretotune.errors import CandidateFailure
 from paretotune.execution.base import failed_record, scaled_limit
 from paretotune.records import Candidate, TrialRecord
@@ -87,7 +87,7 @@ def init_worker(ctx: WorkerContext) -> None:
         if ctx.kernel_vetted is not None:
             _import_helion_for(campaign)  # trusted and slow: while the campaign process imports the kernel on trial
             ctx.kernel_vetted.wait()
-        with _output_hidden():  # the campaign process's own import shows what the kernel prints, once
+        with hidden_output():  # the campaign process's trial import shows what the kernel prints, once
             adapter = make_adapter(campaign)
         _STATE.update(campaign=campaign, adapter=adapter, objectives=make_objectives(campaign), ptx_cache={})
     except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt at import too: each candidate of
@@ -103,27 +103,6 @@ def _import_helion_for(campaign: Any) -> None:
     if kernel_mentions_helion(campaign):
         with contextlib.suppress(Exception):
             import helion  # noqa: F401
-
-
-@contextlib.contextmanager
-def _output_hidden() -> Iterator[None]:
-    """File descriptors 1 and 2 to /dev/null for the block (C extensions print there too), then back."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in (*saved, devnull):
-            os.close(fd)
 
 
 def warm_up_compiler(adapter: Any, campaign: Any) -> None:

@@ -18,6 +18,8 @@ run would have. Equal outcomes are not promised; a complete, duplicate-free reco
 """
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +35,7 @@ from paretotune.runner.start import make_engine, objective_columns
 from paretotune.search.base import SearchEngine
 from paretotune.search.twins import missing_twins
 from paretotune.store.checkpoint import LoopCheckpoint, read_checkpoint
-from paretotune.store.run_dir import META, RunDir
+from paretotune.store.run_dir import CAMPAIGN, META, RunDir
 from paretotune.toolchain.acf import AcfStore
 
 
@@ -149,11 +151,31 @@ class Resumption:
                 and not self.twins_missing)
 
 
+@contextlib.contextmanager
+def naming_the_copy(run: RunDir) -> Iterator[None]:
+    """Errors in the campaign name the file that was read, the run's copy, not the original the run was
+    started from (whose path the campaign keeps, for relative paths): the copy may have been edited since."""
+    original = Path(run.meta().get("campaign_path") or run.path / CAMPAIGN)
+    try:
+        yield
+    except UserError as exc:
+        message = str(exc)
+        for prefix in dict.fromkeys((f"{original}:", f"{original.resolve()}:")):
+            if message.startswith(prefix):
+                raise type(exc)(f"{run.path / CAMPAIGN}:{message[len(prefix):]}") from None
+        raise
+
+
 def prepare_resume(run: RunDir, ptxas: Any, *, expect: Campaign | None = None,
                    seed: int | None = None) -> Resumption:
     """Check everything a resume depends on before any compile: the campaign copy (and that it is ``expect``,
     the campaign ``run --resume`` was given), ptxas, the ACFs in flight, the stored records; then restore the
-    engine. A complete run is returned as such, without an engine."""
+    engine. A complete run is returned as such, without an engine. Errors in the campaign name the copy."""
+    with naming_the_copy(run):
+        return _prepare_resume(run, ptxas, expect=expect, seed=seed)
+
+
+def _prepare_resume(run: RunDir, ptxas: Any, *, expect: Campaign | None, seed: int | None) -> Resumption:
     campaign = reopen_campaign(run)
     if expect is not None and expect.text != campaign.text:
         raise UserError(f"{run.path}: holds a run of another campaign (its campaign.yaml differs from "

@@ -175,6 +175,18 @@ def evaluated_line(records: Sequence[TrialRecord]) -> str:
             + (f", {cut} of them cut at the wall clock)" if cut else ")"))
 
 
+def done_line(records: Sequence[TrialRecord], budget: int) -> str:
+    """A complete run's evaluations as the budget counts them: search candidates, not the baseline nor the no-ACF
+    twins added after the search (the 2026-12-04 audit: "61 of 60 evaluations")."""
+    from paretotune.pareto.attribution import TWIN_OF
+
+    twins = sum(TWIN_OF in r.extra for r in records)
+    searched = sum(not r.is_baseline for r in records) - twins
+    return (f"{searched} of {budget} search evaluations"
+            + (", plus the baseline" if any(r.is_baseline for r in records) else "")
+            + (f" and {twins} no-ACF twin{'s' if twins != 1 else ''}" if twins else ""))
+
+
 def _write_progress(run: RunDir) -> None:
     """Hypervolume after each evaluation, for the report's progress chart (skipped without a baseline)."""
     from paretotune.pareto import NoBaselineError
@@ -201,7 +213,7 @@ def resume_run(path: Path, *, quiet: bool, expect: Campaign | None = None, seed:
     process's start-up adds to the run's wall time."""
     from paretotune.campaign.resolve import make_objectives
     from paretotune.execution.gpu_check import require_gpu_for
-    from paretotune.runner.resume import open_run, prepare_resume
+    from paretotune.runner.resume import naming_the_copy, open_run, prepare_resume
     from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 
     entered = time.monotonic()
@@ -211,11 +223,12 @@ def resume_run(path: Path, *, quiet: bool, expect: Campaign | None = None, seed:
     with run.lock():
         plan = prepare_resume(run, ptxas, expect=expect, seed=seed)
         if plan.complete:
-            print(f"{run.path}: complete ({plan.point.state.evaluated} of {plan.campaign.spec.search.budget} "
-                  "evaluations); nothing to resume")
+            print(f"{run.path}: complete ({done_line(plan.point.records, plan.campaign.spec.search.budget)}); "
+                  "nothing to resume")
             print_front(run)
             return 0
-        require_gpu_for(make_objectives(plan.campaign), f"{plan.campaign.path}: objectives",
-                        backend=plan.campaign.spec.execution.backend)
+        with naming_the_copy(run):
+            require_gpu_for(make_objectives(plan.campaign), f"{plan.campaign.path}: objectives",
+                            backend=plan.campaign.spec.execution.backend)
         return execute(plan.campaign, run, ptxas, quiet=quiet, engine=plan.engine, point=plan.point,
                        since=entered - (spent_s or 0.0))

@@ -5,8 +5,9 @@ The loader's UserError becomes a 422 whose ``field`` is the field path it names.
 - the server decides where it connects: a campaign may not name a network endpoint (``execution.address``,
   any ``host``/``url``-like field, any URL, ``host:port`` or IP address value); ``execution.backend: ray`` is
   accepted only when the operator gave ``serve --ray-address``, and then runs on that cluster;
-- ``kernel.source`` must name a module under a configured import root (or a file under a configured kernel
-  folder);
+- every field that names code (``kernel.source``, ``kernel.inputs``, ``kernel.heuristic``:
+  :data:`~paretotune.campaign.schema.CODE_FIELDS`) must name a module under a configured import root or a file
+  under a configured kernel folder, one rule for all of them, checked before anything is imported;
 - campaigns may not name ACF files or packs (those are paths on the server's disk); the refusal is the same
   whatever the path, so answers never tell whether a file exists;
 - budgets, workers, shapes, timeouts are capped by the operator's :class:`ServiceLimits`.
@@ -103,10 +104,10 @@ def check_campaign(text: str, scratch: Path, config: ServiceConfig) -> Accepted:
         data = load_bounded(text, str(path))  # the loader's YAML budgets: size, nesting, alias expansion
         if isinstance(data, dict):
             check_server_rules(data, config)  # before the loader: it would look at ACF paths on disk
-        campaign = campaign_from_text(text, path)
+        campaign = campaign_from_text(text, path)  # nothing imported: the schema and the file's own checks
         spec = campaign.spec
+        check_code(campaign, config)  # before any import
         check_limits(spec, config.limits)
-        _check_source(spec.kernel.source, path, config)
         objectives = make_objectives(campaign)
         make_adapter(campaign)
     except UserError as exc:
@@ -205,18 +206,20 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
-def _check_source(source: str, path: Path, config: ServiceConfig) -> None:
-    target = source.rpartition(":")[0]
-    where = f"{path}: kernel.source"
-    if target.endswith(".py"):
-        file = (path.parent / target).resolve()
-        if not any(file.is_relative_to(d.resolve()) for d in config.kernel_dirs):
-            raise UserError(f"{where}: kernel files are accepted only from the server's kernel folders "
-                            f"({', '.join(map(str, config.kernel_dirs)) or 'none configured'}); name a module")
-        return
-    if not any(target == root or target.startswith(root + ".") for root in config.import_roots):
-        raise UserError(f"{where}: module '{target}' is outside the server's import roots "
-                        f"({', '.join(config.import_roots)})")
+def check_code(campaign: Any, config: ServiceConfig) -> None:
+    """Every field that names code goes through one rule, before any of it is imported: a module under one of
+    the server's import roots, or a file (resolved, links followed) under one of its kernel folders."""
+    from paretotune.campaign.user_code import named_code
+
+    roots, folders = config.import_roots, [d.resolve() for d in config.kernel_dirs]
+    for code in named_code(campaign.spec.kernel, campaign.path.parent, str(campaign.path)):
+        if code.is_file:
+            if not any(Path(code.target).is_relative_to(d) for d in folders):
+                raise UserError(f"{code.where}: kernel files are accepted only from the server's kernel folders "
+                                f"({', '.join(map(str, config.kernel_dirs)) or 'none configured'}); name a module")
+        elif not any(code.target == root or code.target.startswith(root + ".") for root in roots):
+            raise UserError(f"{code.where}: module '{code.target}' is outside the server's import roots "
+                            f"({', '.join(roots)})")
 
 
 def _invalid(message: str, path: Path) -> Invalid:

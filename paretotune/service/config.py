@@ -10,7 +10,8 @@ from pathlib import Path
 
 from paretotune.errors import UserError
 
-DEFAULT_IMPORT_ROOTS = ("paretotune.kernels.bundled",)
+# paretotune's own kernels and input factories (kernel.inputs of the pretuned campaigns)
+DEFAULT_IMPORT_ROOTS = ("paretotune.kernels.bundled", "paretotune.kernels.workloads")
 MAX_BODY_BYTES = 256 * 1024  # a campaign file is a few hundred bytes; anything near this is not one
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
@@ -53,8 +54,8 @@ class ServiceConfig:
     host: str = "127.0.0.1"
     port: int = 8765
     token: str | None = None
-    import_roots: tuple[str, ...] = DEFAULT_IMPORT_ROOTS  # dotted module prefixes kernel.source may name
-    kernel_dirs: tuple[Path, ...] = ()  # folders whose .py files kernel.source may name
+    import_roots: tuple[str, ...] = DEFAULT_IMPORT_ROOTS  # dotted module prefixes code fields may name (CODE_FIELDS)
+    kernel_dirs: tuple[Path, ...] = ()  # folders whose .py files code fields may name
     static_concurrency: int = 1  # CPU-only (static) campaigns run side by side up to this many
     gpus: tuple[str, ...] = ()  # CUDA device ids; one GPU campaign per device at a time
     max_body_bytes: int = MAX_BODY_BYTES

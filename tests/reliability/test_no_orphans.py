@@ -120,7 +120,7 @@ def test_keyboard_interrupt_at_import_is_one_line(tmp_path: Path) -> None:
 
 
 COUNTED = ("import os\nwith open(os.environ['IMPORTS_LOG'], 'a') as fh:\n    fh.write(f'{os.getpid()}\\n')\n"
-           "print('MARKER-' * 20000)\n")
+           "print('MARKER-' * 1_500_000)\n")  # 10.5 MB (the 2026-12-04 audit's 10 MB print reached the terminal)
 
 
 def test_a_failing_kernel_is_imported_once_and_prints_nothing(tmp_path: Path) -> None:
@@ -159,12 +159,18 @@ def printing_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.P
 
 
 def test_a_kernel_is_imported_once_per_process_and_printed_once(printing_run: tuple) -> None:
-    """The trial child, the CLI and each of the two workers import it once each; only the CLI's import is
-    shown (the audit: a 5 MB print became 15 MB)."""
+    """The trial child, the CLI and each of the two workers import it once each; only the trial's output is
+    shown, capped, with a line saying how much it printed (the audits: a 5 MB print became 15 MB, then a
+    10 MB print reached the terminal whole)."""
+    from paretotune.campaign.trial_import import OUTPUT_CAP_BYTES
+
     _, output, log, _, _ = printing_run
     pids = log.read_text().split()
     assert len(pids) == len(set(pids)) == 4, pids
-    assert output.count("MARKER-" * 20000) == 1
+    printed = len("MARKER-") * 1_500_000 + 1
+    assert output.count("MARKER-") == OUTPUT_CAP_BYTES // len("MARKER-"), len(output)
+    assert (f"paretotune: the campaign's code printed {printed} bytes while being imported; only the first "
+            f"{OUTPUT_CAP_BYTES} are shown") in output
 
 
 def test_ptxas_folders_of_dead_processes_are_cleaned(printing_run: tuple) -> None:

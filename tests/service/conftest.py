@@ -49,7 +49,7 @@ def free_port() -> int:
 class Server:
     """One server process; :meth:`kill` is SIGKILL (as a crash), :meth:`stop` a clean SIGTERM."""
 
-    def __init__(self, workdir: Path, *extra: str) -> None:
+    def __init__(self, workdir: Path, *extra: str, cwd: Path = ROOT) -> None:
         self.workdir, self.extra = workdir, extra
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -58,7 +58,7 @@ class Server:
         env.setdefault("CIQ_SEARCH_SPACES_DIR", str(ROOT.parent / "shared" / "compileiq"))
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen([sys.executable, "-m", "paretotune.cli", "serve", "--port", str(self.port),
-                                          "--workdir", str(workdir), *extra], cwd=ROOT, env=env, stdout=log,
+                                          "--workdir", str(workdir), *extra], cwd=cwd, env=env, stdout=log,
                                          stderr=subprocess.STDOUT, start_new_session=True)
         self.client = httpx.Client(base_url=self.url, timeout=30)
         deadline = time.monotonic() + 60
@@ -112,8 +112,8 @@ class Server:
 def start_server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
     servers: list[Server] = []
 
-    def start(*extra: str, workdir: Path | None = None) -> Server:
-        server = Server(workdir or tmp_path / "work", *extra)
+    def start(*extra: str, workdir: Path | None = None, cwd: Path = ROOT) -> Server:
+        server = Server(workdir or tmp_path / "work", *extra, cwd=cwd)
         servers.append(server)
         return server
 
