@@ -15,8 +15,8 @@ Errors (one line naming the file, exit code 2; nothing is written):
   does an objective column's direction in run.json from its objective's;
 - the records disagree with each other: a candidate other than 0 claims to be the baseline, a no-ACF twin
   names no stored candidate, or has an ACF, or another config than the candidate it was added for;
-- an ACF file's content does not hash to its name (``acf/<sha256>.acf``): a rebuild would apply other
-  controls than the ones measured.
+- an ACF file's content does not hash to its name (``acf/<sha256>.acf``), or a record names an ACF by
+  anything but a sha256: a rebuild would apply other controls than the ones measured.
 
 Warnings (one line on stderr, once per process; the run is read):
 
@@ -174,12 +174,14 @@ def check_acf_files(run: RunDir, rows: list[dict[str, Any]]) -> None:
     folder = run.path / "acf"
     named: dict[str, int] = {}
     for row in rows:
+        if row["acf"] and not ACF_NAME.match(row["acf"]):
+            raise UserError(f"{run.path / RESULTS}: candidate {row['candidate_id']} names the ACF {row['acf'][:80]!r}, "
+                            "not a sha256 (a run names its ACF files by content); was the file edited?")
         if row["acf"]:
             named.setdefault(row["acf"], row["candidate_id"])
-    present = {p.name[:-4]: p for p in folder.glob("*.acf")} if folder.is_dir() else {}
-    for sha, path in sorted(present.items()):
-        if not ACF_NAME.match(sha) and sha not in named:
-            continue  # not a file paretotune wrote or reads
+    files = folder.glob("*.acf") if folder.is_dir() else ()
+    present = {p.name[:-4]: p for p in files if ACF_NAME.match(p.name[:-4])}
+    for sha, path in sorted(present.items()):  # other names: not files paretotune wrote or reads
         problem = not_a_file(path)  # a FIFO would hang the read
         if problem:
             raise UserError(f"{path}: not a regular file ({problem})")

@@ -335,6 +335,7 @@ DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
     "twin_with_an_acf": (_edit_extra(1, twin_of=0), "the no-ACF twin of candidate 0, has an ACF"),
     "acf_file_edited": (_edit_acf, "the ACF's content does not match its name"),
     "acf_file_a_fifo": (_acf_a_fifo, ".acf: not a regular file (a pipe or device)"),
+    "acf_name_a_path": (_edit_row(4, acf="../../../etc/passwd"), "candidate 4 names the ACF '../../../etc/passwd'"),
 }
 
 
