@@ -347,6 +347,7 @@ def _commands(run: Path, campaign: Path) -> dict[str, list[str]]:
         "export": ["export", str(run)],
         "resume": ["resume", str(run), "--quiet"],
         "validate": ["validate", str(run)],
+        "ship": ["ship", str(run), "--out", str(run.parent / "shipped")],
         "run-resume": ["run", str(campaign), "--resume", "--out", str(run), "--quiet"],
     }
 
