@@ -4,8 +4,8 @@ Everything is read from the run directory the campaign process writes, through t
 uses (:func:`paretotune.front.open_run`: a last line still being written is left out while the campaign
 process holds the run; the integrity rule of :mod:`paretotune.front.integrity`). A damaged run (a torn last
 line of a stopped campaign among them) does not break the listing: its progress and points say ``damaged``
-with the reader's one line, and its front is a 409 with that line. Reads are cached on the results file's size and mtime, so polling a status endpoint costs a
-``stat`` when nothing changed.
+with the reader's one line, and its front is a 409 with that line. Reads are cached on the results file's
+size and mtime, so polling a status endpoint costs a ``stat`` when nothing changed.
 """
 from __future__ import annotations
 

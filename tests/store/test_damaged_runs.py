@@ -317,9 +317,9 @@ DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
                                "'registers' is "),  # ..., but the record's own measurement (extra.wide) gives ...
     "derived_value_edited": (_shift_value(1, "theoretical_occupancy", 6.25), "own measurement (extra.wide) gives"),
     "baseline_value_edited": (_shift_value(-1, "spill_bytes", 64.0), "candidate 0 (record 1): 'spill_bytes' is 64"),
-    "measurement_edited_not_the_value": (_edit_extra(0, wide={"registers": 1, "spill_stores": 0, "spill_loads": 0,
-                                                              "stack": 0, "static_shared": 0, "dynamic_shared": 16,
-                                                              "num_warps": 4}), "own measurement (extra.wide) gives 1.0"),
+    "measurement_edited_not_the_value": (
+        _edit_extra(0, wide={"registers": 1, "spill_stores": 0, "spill_loads": 0, "stack": 0, "static_shared": 0,
+                             "dynamic_shared": 16, "num_warps": 4}), "own measurement (extra.wide) gives 1.0"),
     "blank_line_in_the_middle": (_insert_line(3, "\n"), f"{RESULTS}:4: blank line"),
     "blank_line_at_the_end": (_append(b"\n"), ":12: blank line"),
     "line_of_spaces": (_insert_line(1, "   \n"), f"{RESULTS}:2: blank line"),
