@@ -30,9 +30,9 @@ class Run:
     @property
     def results(self) -> pd.DataFrame:
         """One row per evaluated candidate, as stored (``results.jsonl``)."""
-        from paretotune.store.run_dir import read_results
+        from paretotune.front import open_run as open_checked
 
-        return read_results(self.path)
+        return open_checked(self.path).results()
 
     def front(self) -> pd.DataFrame:
         """Front 0 in the command's order: raw values and a ``gain:<column>`` per objective (> 1 better)."""
@@ -50,9 +50,9 @@ class Run:
                  warmup_ms: float = 10.0, alpha: float = 0.01, min_effect: float = 0.5) -> pd.DataFrame:
         """Re-measure winners against the baseline on the GPU (``paretotune validate``); the verdict table."""
         from paretotune.execution.validation import require_gpu_to_validate, run_validation
-        from paretotune.store.run_dir import RunDir
+        from paretotune.front import open_run as open_checked
 
-        require_gpu_to_validate(RunDir.open(self.path), "Run.validate (it re-measures runtimes)")
+        require_gpu_to_validate(open_checked(self.path), "Run.validate (it re-measures runtimes)")
         with main_not_reimported():
             return run_validation(self.path, candidates=candidates, top=top, rounds=rounds, rep_ms=rep_ms,
                                   warmup_ms=warmup_ms, alpha=alpha, min_effect=min_effect)

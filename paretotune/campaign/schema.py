@@ -20,6 +20,25 @@ MAX_FOLDER_BYTES = 100  # of a run folder's name taken from the campaign name (a
 _NOT_FOLDER = re.compile(r"[^\w.+-]+")  # what a run folder's name never holds (\w: letters, digits, '_')
 SEARCH_SPACES = ("ptxas-13.3", "none")  # CompileIQ PTXAS control spaces we can sample ACFs from
 
+# Every duration field (a name ending in ``_s`` or ``_ms``) is a finite number with an upper bound from here: an
+# unbounded one passed validation and failed at the baseline (``compile_timeout_s: .inf`` made ``selectors``
+# raise OverflowError, issue 45). tests/campaign/test_duration_bounds.py finds the fields by their names.
+WEEK_S = 7 * 24 * 3600.0  # a whole campaign's budget (search.wall_clock_s)
+DAY_S = 24 * 3600.0  # one candidate's compile or measurement, and how old a baseline timing may get
+MINUTE_MS = 60_000.0  # one shape's warm-up or timing window per arm
+
+
+def duration(default: float | None, most: float, *, zero_ok: bool = False) -> Any:
+    """A duration field: finite, at most ``most`` (in the field's unit), positive or (``zero_ok``, where 0 has
+    a meaning the field's comment gives) non-negative."""
+    low = {"ge": 0} if zero_ok else {"gt": 0}
+    return Field(default=default, le=most, allow_inf_nan=False, **low)
+
+
+def ratio(default: float) -> Any:
+    """A multiple of a baseline time (0: not used): finite and at most 10000, so a limit it scales stays finite."""
+    return Field(default=default, ge=0, le=10_000, allow_inf_nan=False)
+
 
 def folder_name(name: str) -> str:
     """The campaign name as it names a run folder (``runs/<folder_name>-<time>``): every run of characters but
@@ -218,7 +237,7 @@ class SearchSpec(_Strict):
     strategy: Literal["joint", "sequential", "acf-only"] = "joint"
     generations: StrictInt = Field(default=6, ge=1, le=10_000)
     pool_size: StrictInt = Field(default=8, ge=6, le=4096)
-    wall_clock_s: float | None = Field(default=None, gt=0)  # no proposal after this; those in flight finish
+    wall_clock_s: float | None = duration(None, WEEK_S)  # no proposal after this; those in flight finish
     # Candidates kept in flight (proposed, not yet scored) when the engine and evaluator allow overlapping
     # generations; default pool_size. ``barrier: true`` evaluates one whole generation at a time instead.
     in_flight: StrictInt | None = Field(default=None, ge=1, le=4096)
@@ -242,28 +261,28 @@ class EvaluationSpec(_Strict):
     """How candidates are measured."""
 
     workers: StrictInt = Field(default=2, ge=1, le=256)
-    compile_timeout_s: float = Field(default=60.0, gt=0)
+    compile_timeout_s: float = duration(60.0, DAY_S)
     # A search candidate's ptxas is cut off at this multiple of the baseline's ptxas time, never sooner than
     # compile_timeout_min_s nor later than compile_timeout_s (0: always compile_timeout_s). A generation waits
     # for its slowest compile, and some sampled ACFs make ptxas hang.
-    compile_timeout_vs_baseline: float = Field(default=30.0, ge=0)
-    compile_timeout_min_s: float = Field(default=10.0, gt=0)
-    measure_timeout_s: float = Field(default=60.0, gt=0)
+    compile_timeout_vs_baseline: float = ratio(30.0)
+    compile_timeout_min_s: float = duration(10.0, DAY_S)
+    measure_timeout_s: float = duration(60.0, DAY_S)
     # A search candidate's GPU measurement is cut off, per shape, at this multiple of the baseline's measurement
     # time, never sooner than measure_timeout_min_s nor later than measure_timeout_s (0: always
     # measure_timeout_s). Some sampled ACFs build kernels that never finish; each one held the GPU worker for the
     # full limit (a joint layer_norm campaign on the H200 stored 2 records in 159 s, 2026-12-01).
-    measure_timeout_vs_baseline: float = Field(default=20.0, ge=0)
-    measure_timeout_min_s: float = Field(default=10.0, gt=0)
+    measure_timeout_vs_baseline: float = ratio(20.0)
+    measure_timeout_min_s: float = duration(10.0, DAY_S)
     # GPU worker processes kept ready to take over after a CUDA fault (each holds a CUDA context). On the H200
     # host a replacement took ~8 s to be ready while faulting ACFs came a few seconds apart (2026-11-30)
     gpu_spares: StrictInt = Field(default=3, ge=0, le=8)
     device: str = "cuda:0"
-    warmup_ms: float = Field(default=25.0, ge=0)
-    rep_ms: float = Field(default=100.0, gt=0)
+    warmup_ms: float = duration(25.0, MINUTE_MS, zero_ok=True)  # 0: no warm-up
+    rep_ms: float = duration(100.0, MINUTE_MS)
     # 0: the baseline is re-timed right before every candidate (A/B pairs). N > 0: only once its last timing is
     # N seconds old (saves a timing per candidate; drift between the two grows with N).
-    baseline_interval_s: float = Field(default=0.0, ge=0)
+    baseline_interval_s: float = duration(0.0, DAY_S, zero_ok=True)
     # How each shape's arms are timed. auto ranks by a GPU-side clock: CUDA-graph replays for calls under ~50 us
     # of GPU time, CUPTI kernel time (L2 flushed) above that or where graphs cannot capture the call; events only
     # where neither works. cupti / cudagraph / events name one method (events: host time enters the figure).

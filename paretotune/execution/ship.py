@@ -23,6 +23,7 @@ from paretotune.errors import UserError
 from paretotune.execution.ship_files import (SHIP_JSON, Shipped, check_baselines, header_lines, import_module, plain,
                                              ptxas_release, publish, stored_campaign, use_ptxas, validated)
 from paretotune.records import Shape
+from paretotune.front import open_run
 from paretotune.store.run_dir import RunDir
 
 
@@ -161,7 +162,7 @@ def _self_check(module_path: Path, view: HelionView, campaign: Any, shapes: dict
 
 def ship_run(run_dir: Path, out: Path) -> Shipped:
     """Write the shipped heuristic (Helion) or launch table (Triton) for ``run_dir`` into ``out``."""
-    run = RunDir.open(run_dir)
+    run = open_run(run_dir)  # the integrity rule every reader applies
     out = Path(out)
     if " " in str(out.resolve()):
         raise UserError(f"--out {out}: the path has a space (Triton splits ptx_options on spaces, so no ACF in it "
@@ -254,7 +255,7 @@ def per_bucket_candidates(run_dir: Path, per_bucket: int, limit: int = 64) -> tu
     """For ``validate --per-bucket N``: per bucket of the heuristic, the N candidates with the best search-time
     geomean speedup over the bucket's shapes (faster than the baseline on each of them), each to be measured on
     those shapes only. Returns (candidate ids, candidate -> shapes)."""
-    run = RunDir.open(run_dir)
+    run = open_run(run_dir)  # the integrity rule every reader applies
     campaign = stored_campaign(run)
     view = helion_view(campaign)
     if view is not None:

@@ -200,10 +200,7 @@ def evaluate_static(candidate: Candidate, ptxas_timeout_s: float | None = None) 
                                   timeout_s=timeout_s, enable_fp_fusion=kptx.enable_fp_fusion)
                 stages["ptxas_s"] += time.perf_counter() - t1
             m = ShapeMeasurement(shape=shape.label, target=campaign.target, build=build)
-            extra[shape.label] = {"registers": build.registers, "spill_stores": build.spill_stores,
-                                  "spill_loads": build.spill_loads, "stack": build.stack_frame,
-                                  "static_shared": build.static_shared, "dynamic_shared": build.dynamic_shared,
-                                  "num_warps": build.num_warps}
+            extra[shape.label] = build.stored()  # read back by BuildStats.from_stored (the integrity check)
             stages["precompile_s" if precompile else "ptx_s"] += t1 - t0
             for obj in _STATE["objectives"]:
                 if obj.stage != "static":

@@ -25,6 +25,7 @@ import pandas as pd
 from paretotune.errors import UserError
 from paretotune.records import baseline_phrase
 from paretotune.execution.validate_worker import CONTROL_ID, validate_in_process
+from paretotune.front import open_run
 from paretotune.store.run_dir import RunDir
 
 
@@ -149,7 +150,7 @@ def validate_run(run_dir: Path, *, candidates: list[int] | None, top: int, round
     from paretotune.pareto.attribution import best_without_acf
     from paretotune.pareto.stats import MAX_CONTROL_BIAS
 
-    run = RunDir.open(run_dir)  # a damaged run is refused before anything is measured
+    run = open_run(run_dir)  # a damaged run is refused before anything is measured
     results = run.results()
     ids = candidates if candidates is not None else choose_candidates(run, top)
     known = set(results["candidate_id"].astype(int))

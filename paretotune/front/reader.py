@@ -3,7 +3,9 @@ the API open a run here, so the same damage gets the same one-line answer (exit 
 
 :meth:`paretotune.store.run_dir.RunDir.open` checks the files (run.json, the results lines, the checkpoint
 against the records, a torn last line); this adds the campaign copy's fields, through the schema a resume
-reads it with, so a broken ``campaign.yaml`` is refused by ``front`` as by ``resume``.
+reads it with, so a broken ``campaign.yaml`` is refused by ``front`` as by ``resume``, and the integrity
+rule of :mod:`paretotune.front.integrity` (the copy against its hash, records against their measurements
+and each other, ACF files against their names).
 """
 from __future__ import annotations
 
@@ -12,15 +14,18 @@ from pathlib import Path
 import pandas as pd
 
 from paretotune.campaign.load import parse_text
+from paretotune.front.integrity import check_run
 from paretotune.store import ObjectiveColumn, RunDir
 from paretotune.store.run_dir import CAMPAIGN
 
 
 def open_run(path: Path | str, *, repairing: bool = False) -> RunDir:
-    """The checked run directory (read-only). ``repairing``: the caller is ``resume``, which reads past a torn
+    """The checked run directory (read-only): its files, its campaign copy's fields, then the integrity rule
+    (:mod:`paretotune.front.integrity`). ``repairing``: the caller is ``resume``, which reads past a torn
     last line and cuts it off once its own checks passed."""
     run = RunDir.open(path, repairing=repairing)
-    parse_text(run.campaign_text(), str(run.path / CAMPAIGN))
+    text = run.campaign_text()
+    check_run(run, parse_text(text, str(run.path / CAMPAIGN)), text)
     return run
 
 

@@ -36,6 +36,24 @@ class ShapeMeasurement:
     host_ms: float | None = None  # the host's time per call, apart from the GPU clock (timing.host_cost)
     ncu: dict[str, float] = field(default_factory=dict)
 
+    @classmethod
+    def from_stored(cls, shape: str, target: TargetArch, per_shape: Any) -> ShapeMeasurement:
+        """The measurement as a record keeps it in ``extra[<shape>]`` (the build's counts, ``runtime_ms``,
+        ``baseline_ms``, ``ncu``: see the evaluators), so an objective's value can be computed again from the
+        record itself. What the record lacks stays unset (an objective then raises ValueError); the runtime
+        samples are not stored."""
+        per_shape = per_shape if isinstance(per_shape, dict) else {}
+
+        def number(key: str) -> float | None:
+            v = per_shape.get(key)
+            return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+        ncu = per_shape.get("ncu")
+        ncu = {k: float(v) for k, v in ncu.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+               } if isinstance(ncu, dict) else {}
+        return cls(shape=shape, target=target, build=BuildStats.from_stored(per_shape),
+                   runtime_ms=number("runtime_ms"), baseline_runtime_ms=number("baseline_ms"), ncu=ncu)
+
 
 class Objective(ABC):
     """Base class of every objective. Subclasses set the class attributes and implement :meth:`value`."""

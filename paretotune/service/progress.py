@@ -1,11 +1,11 @@
 """What a client sees of a campaign: progress, best so far, the ranked front, points for the plot, artifacts.
 
 Everything is read from the run directory the campaign process writes, through the reader every command
-uses (:class:`paretotune.store.run_dir.RunDir`: a last line still being written is left out while the
-campaign process holds the run). A damaged run (a torn last line of a stopped campaign among them) does not
-break the listing: its progress and points say ``damaged`` with the reader's one line, and its front is a 409
-with that line. Reads are cached on the results file's size and mtime, so polling a status endpoint costs a
-``stat`` when nothing changed.
+uses (:func:`paretotune.front.open_run`: a last line still being written is left out while the campaign
+process holds the run; the integrity rule of :mod:`paretotune.front.integrity`). A damaged run (a torn last
+line of a stopped campaign among them) does not break the listing: its progress and points say ``damaged``
+with the reader's one line, and its front is a 409 with that line. Reads are cached on the results file's
+size and mtime, so polling a status endpoint costs a ``stat`` when nothing changed.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Any
 
 from paretotune.errors import UserError
 from paretotune.store.results import RESULTS
-from paretotune.store.run_dir import META, read_results
+from paretotune.store.run_dir import META
 
 ARTIFACT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$")
 
@@ -77,6 +77,13 @@ def _num(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _read(run: Path) -> Any:
+    """The results table through the reader every command uses (its integrity rule included)."""
+    from paretotune.front import open_run
+
+    return open_run(run).results()
+
+
 def _damaged(run: Path, exc: UserError) -> str:
     """The reader's line without the server's paths (the client knows the campaign by id)."""
     return str(exc).replace(str(run), "<run>")
@@ -85,7 +92,7 @@ def _damaged(run: Path, exc: UserError) -> str:
 def _progress(run: Path, budget: int) -> dict[str, Any]:
     columns = _columns(run)
     try:
-        table = read_results(run) if (run / RESULTS).exists() else None
+        table = _read(run) if (run / RESULTS).exists() else None
     except UserError as exc:
         return {"evaluated": 0, "twins": 0, "budget": budget, "failures": 0, "fraction": 0.0, "best": {},
                 "damaged": _damaged(run, exc)}
@@ -126,7 +133,7 @@ def _points(run: Path) -> dict[str, Any]:
     if not columns or not (run / RESULTS).exists():
         return {"objectives": columns, "points": []}
     try:
-        table = read_results(run)
+        table = _read(run)
     except UserError as exc:
         return {"objectives": columns, "points": [], "damaged": _damaged(run, exc)}
     front_ids: set[int] = set()

@@ -76,8 +76,8 @@ class Rows:
 def parse_rows(path: Path) -> Rows:
     """Parse and check results.jsonl (a missing file has no rows). A last line without its newline that begins
     a record (``{``) and does not parse is a torn write: left out and reported in :attr:`Rows.torn_line`.
-    Damage (not a file, not UTF-8, a line that is not a record, wrong types, a candidate stored twice, any
-    other line that is not JSON) is a UserError naming the file and line."""
+    Damage (not a file, not UTF-8, a blank line, a line that is not a record, wrong types, a candidate stored
+    twice, any other line that is not JSON) is a UserError naming the file and line."""
     if not path.exists() and not path.is_symlink():
         return Rows([])
     lines = text_file(path, "missing").split("\n")  # the last item follows the last newline: '' unless cut
@@ -85,8 +85,11 @@ def parse_rows(path: Path) -> Rows:
     seen: dict[int, int] = {}
     torn = None
     for i, line in enumerate(lines):
-        if not line.strip():
-            continue
+        if i == len(lines) - 1 and not line:
+            break  # what follows the last newline: nothing, unless the last write was cut short
+        if not line.strip():  # the writer never writes one: an edit, perhaps one that removed a record
+            raise UserError(f"{path}:{i + 1}: blank line (paretotune writes one record per line and never a blank "
+                            "one); was the file edited?")
         try:
             row = json.loads(line)
         except (json.JSONDecodeError, RecursionError):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import math
 import os
@@ -45,6 +46,12 @@ from paretotune.store.results import RESULTS, parse_rows
 LOCK = ".lock"
 META = "run.json"
 CAMPAIGN = "campaign.yaml"
+CAMPAIGN_SHA256 = "campaign_sha256"  # run.json's key: the hash of campaign.yaml as the run wrote it
+
+
+def text_sha256(text: str) -> str:
+    """The hash run.json records of the campaign copy (of its UTF-8 bytes, as written)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -73,8 +80,10 @@ class RunDir:
         """An existing run directory, checked as every reader needs it: run.json, its objective columns, the
         campaign copy's text, every results line (types, duplicates, finite objective values, a torn last
         line) and the loop checkpoint, against the records. Damage is a one-line UserError naming the file,
-        never a traceback; nothing is written. The campaign copy's fields are checked by
-        :func:`paretotune.front.open_run`, the reader the commands call."""
+        never a traceback; nothing is written. The campaign copy's fields and the checks that need the
+        campaign (the integrity rule of :mod:`paretotune.front.integrity`: the copy against its hash, records
+        against their own measurements and each other, ACF files against their names) are
+        :func:`paretotune.front.open_run`'s, the reader every command, the service and the API call."""
         path = Path(path)
         if not path.exists():
             raise UserError(f"{path}: no such run directory")
@@ -125,11 +134,12 @@ class RunDir:
                             "a run goes into a new or empty folder: give another --out")
 
     def write_new(self, campaign_text: str, meta: dict[str, Any]) -> None:
-        """Write the campaign copy and run.json into a claimed directory."""
+        """Write the campaign copy and run.json into a claimed directory; run.json records the copy's hash
+        (``campaign_sha256``), which every reader checks the copy against (:mod:`paretotune.front.integrity`)."""
         try:
             (self.path / "acf").mkdir(exist_ok=True)
-            (self.path / CAMPAIGN).write_text(campaign_text)
-            self.write_meta(meta)
+            (self.path / CAMPAIGN).write_bytes(campaign_text.encode("utf-8"))  # as hashed: no newline translation
+            self.write_meta({**meta, CAMPAIGN_SHA256: text_sha256(campaign_text)})
         except OSError as exc:
             raise UserError(f"{self.path}: cannot write the run directory ({exc.strerror})") from None
 
@@ -159,7 +169,8 @@ class RunDir:
         data = json_file(where, "not a paretotune run directory (no run.json)")
         if not isinstance(data, dict):
             raise UserError(f"{where}: not a JSON object")
-        for key, kind in (("seed", int), ("campaign_path", str), ("campaign", str), ("target", str)):
+        for key, kind in (("seed", int), ("campaign_path", str), ("campaign", str), ("target", str),
+                          (CAMPAIGN_SHA256, str)):
             if key in data and (not isinstance(data[key], kind) or isinstance(data[key], bool)):
                 raise UserError(f"{where}: '{key}' must be {'an integer' if kind is int else 'a string'}")
         return data
@@ -202,6 +213,10 @@ class RunDir:
     def records(self) -> list[TrialRecord]:
         cols = [c.column for c in self.objective_columns()]
         return [TrialRecord.from_row(row, cols) for row in self._checked_rows()]
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The results lines as parsed and checked (what :meth:`results` tabulates), in file order."""
+        return self._checked_rows()
 
     def _checked_rows(self) -> list[dict[str, Any]]:
         """Rows of results.jsonl: objective values finite numbers (or null), the records as the checkpoint

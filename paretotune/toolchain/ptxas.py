@@ -126,6 +126,25 @@ class BuildStats:
     def spill_bytes(self) -> int:
         return self.spill_stores + self.spill_loads
 
+    def stored(self) -> dict[str, int]:
+        """The build as a record stores it per shape (``extra[<shape>]``): every count, not the wall time."""
+        return {key: getattr(self, name) for key, name in STORED_BUILD.items()}
+
+    @classmethod
+    def from_stored(cls, per_shape: dict[str, object]) -> BuildStats | None:
+        """The build back from a record's ``extra[<shape>]`` (``compile_s`` unknown: NaN); None where the
+        record does not hold all of it as integers (a failed build, an older record, an edited one)."""
+        values = {name: per_shape.get(key) for key, name in STORED_BUILD.items()}
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in values.values()):
+            return None
+        return cls(**values, compile_s=float("nan"))  # type: ignore[arg-type]
+
+
+# key in a record's extra[<shape>] -> BuildStats field
+STORED_BUILD = {"registers": "registers", "spill_stores": "spill_stores", "spill_loads": "spill_loads",
+                "stack": "stack_frame", "static_shared": "static_shared", "dynamic_shared": "dynamic_shared",
+                "num_warps": "num_warps"}
+
 
 _USED_RE = re.compile(r"Used (\d+) registers")
 _SPILL_RE = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")

@@ -16,8 +16,9 @@ from paretotune.errors import UserError
 from paretotune.front import build_front
 
 from pareto.conftest import write_run
+from report.conftest import synthetic_acf
 
-ACF = "ab" * 32
+ACF, ACF_BYTES = synthetic_acf("front command")
 
 
 def v(ra: float, oa: float, rb: float, ob: float) -> dict[str, float]:
@@ -160,7 +161,7 @@ def test_a_reader_that_leaves_early_ends_the_command_quietly(argv: list[str], tm
                                                             two_shape_columns: list[dict[str, str]]) -> None:
     """`paretotune front RUN | head -1`: the reader is gone before the text is written (its end of the pipe
     closed first, so every write fails as it would after head's one line). Was: internal error, exit 1."""
-    run_dir = write_run(tmp_path / "run", two_shape_columns, ROWS)
+    run_dir = write_run(tmp_path / "run", two_shape_columns, ROWS, acfs={ACF: ACF_BYTES})
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
     read, write = os.pipe()

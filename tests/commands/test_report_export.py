@@ -13,7 +13,7 @@ from paretotune.commands import export
 from paretotune.pareto import rank_fronts
 from paretotune.store import RunDir
 
-from report.conftest import column, two_shape_run, write_run
+from report.conftest import TWO_SHAPE_ACF, column, two_shape_run, write_run
 
 
 def test_csv_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -29,7 +29,7 @@ def test_csv_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert [None if math.isnan(f) else int(f) for f in table["front"]] == [fronts.get(i) for i in range(6)]
     assert table.loc[5, "excluded_reason"] == "status=failed: compile timeout"
     assert json.loads(table.loc[1, "config"]) == {}
-    assert table.loc[1, "acf"] == "ab" * 32
+    assert table.loc[1, "acf"] == TWO_SHAPE_ACF
     assert table.loc[1, "runtime@small"] == pytest.approx(0.16)
 
 

@@ -1,6 +1,7 @@
 """Run directories for the report tests: real CPU quickstart runs (once per session) and small synthetic ones."""
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -54,14 +55,28 @@ class _NoEngine:
         return False
 
 
+def synthetic_acf(tag: str) -> tuple[str, bytes]:
+    """(name, content) of a made-up ACF: its name is its content's sha256, as a run names its ACF files."""
+    data = f"synthetic ACF {tag}\n".encode()
+    return hashlib.sha256(data).hexdigest(), data
+
+
+TWO_SHAPE_ACF, _TWO_SHAPE_ACF_BYTES = synthetic_acf("two shapes")
+
+
 def write_run(path: Path, columns: Sequence[dict[str, str]], rows: Sequence[dict[str, Any]],
-              meta: dict[str, Any] | None = None, campaign_text: str | None = None) -> Path:
+              meta: dict[str, Any] | None = None, campaign_text: str | None = None,
+              acfs: dict[str, bytes] | None = None) -> Path:
     """A synthetic run directory written through RunDir and the Checkpointer, as the campaign loop writes it
     (every reader checks the records against the checkpoint and the campaign copy's fields): candidate 0 first,
-    ids missing below the highest are in flight; the campaign copy is configs/quickstart.yaml by default."""
+    ids missing below the highest are in flight; the campaign copy is configs/quickstart.yaml by default.
+    ``acfs``: ACF files to write, name -> content (see :func:`synthetic_acf`); a row naming an ACF without one
+    makes every reader warn that the file is missing."""
     run = RunDir(path)
     run.create(QUICKSTART.read_text() if campaign_text is None else campaign_text,
                {"objective_columns": list(columns), "seed": 0, **(meta or {})})
+    for name, data in (acfs or {}).items():
+        (path / "acf" / f"{name}.acf").write_bytes(data)
     for r in rows:
         run.append(TrialRecord(candidate_id=r["candidate_id"], generation=r.get("generation", 0),
                                config=r.get("config", {}), acf=r.get("acf"), is_baseline=r.get("is_baseline", False),
@@ -85,13 +100,14 @@ def two_shape_run(path: Path) -> Path:
         return {"runtime@small": rs, "occupancy@small": os_, "runtime@large": rl, "occupancy@large": ol}
 
     rows = [{"candidate_id": 0, "is_baseline": True, "values": v(0.20, 50, 1.00, 50)},
-            {"candidate_id": 1, "acf": "ab" * 32, "values": v(0.16, 50, 0.80, 62.5)},  # better on both shapes
+            {"candidate_id": 1, "acf": TWO_SHAPE_ACF, "values": v(0.16, 50, 0.80, 62.5)},  # better on both shapes
             {"candidate_id": 2, "values": v(0.18, 75, 0.95, 50)},  # better on both, less so
             {"candidate_id": 3, "values": v(0.12, 50, 1.20, 50)},  # faster on small, slower on large
             {"candidate_id": 4, "values": v(0.30, 25, 1.50, 25)},  # dominated
             {"candidate_id": 5, "status": "failed", "error": "compile timeout"}]
     return write_run(path, columns, rows, meta={"campaign": "synthetic-two-shapes", "target": "sm_90",
-                                                "versions": {"ptxas": "13.3.73"}})
+                                                "versions": {"ptxas": "13.3.73"}},
+                     acfs={TWO_SHAPE_ACF: _TWO_SHAPE_ACF_BYTES})
 
 
 def column(name: str, direction: str = "min", objective: str | None = None, shape: str = "default") -> dict[str, str]:

@@ -4,6 +4,7 @@ their winner's ACF (a file that exists, a config ``helion.Config`` takes), and o
 on every shape of a bucket change it."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import warnings
@@ -21,6 +22,7 @@ from paretotune.kernels.helion import import_helion
 from paretotune.kernels.helion_heuristic import answering_as, find_heuristic, heuristic_config, key_values, load
 from paretotune.records import Shape
 from paretotune.store import RunDir
+from paretotune.store.run_dir import text_sha256
 from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 from tests.ship.conftest import HEURISTIC, acf_candidates, validate
 
@@ -156,7 +158,11 @@ def test_a_heuristic_without_a_key_function_buckets_by_its_answer(run_copy: Path
     """The heuristic beside the kernel has only ``autotune_scale_rows`` (Helion then keys by every shape feature):
     a bucket is then the set of shapes it gives one config, and the shipped file keeps having no key function."""
     campaign = run_copy / "campaign.yaml"
-    campaign.write_text("\n".join(line for line in campaign.read_text().splitlines() if "heuristic:" not in line))
+    text = "\n".join(line for line in campaign.read_text().splitlines() if "heuristic:" not in line)
+    campaign.write_text(text)
+    # a run of that campaign: run.json records its copy's hash (every reader checks the copy against it)
+    meta = json.loads((run_copy / "run.json").read_text())
+    (run_copy / "run.json").write_text(json.dumps({**meta, "campaign_sha256": text_sha256(text)}))
     one = acf_candidates(run_copy)[0]
     validate(run_copy, {one: {"a": 0.95, "b": 0.95}})
     shipped = ship_run(run_copy, tmp_path / "ship")

@@ -159,6 +159,73 @@ def _raw_value(index: int, column: str, literal: str) -> Callable[[Path], None]:
     return damage
 
 
+def _ok_acf_line(run: Path, nth: int) -> int:
+    """The index of the ``nth`` results line of a measured (status ok) ACF candidate; index 0 is the baseline."""
+    if nth < 0:
+        return 0
+    rows = [json.loads(line) for line in _lines(run)]
+    return [i for i, row in enumerate(rows) if row["status"] == "ok" and row["acf"]][nth]
+
+
+def _shift_value(nth: int, column: str, by: float) -> Callable[[Path], None]:
+    """A stored objective value edited to a plausible number (the record's measurement in extra kept);
+    ``nth`` ok ACF candidate, -1 the baseline."""
+    def damage(run: Path) -> None:
+        lines = _lines(run)
+        index = _ok_acf_line(run, nth)
+        row = json.loads(lines[index])
+        row[column] = row[column] + by
+        lines[index] = json.dumps(row, sort_keys=True) + "\n"
+        (run / RESULTS).write_text("".join(lines))
+    return damage
+
+
+def _edit_extra(nth: int, **changes: object) -> Callable[[Path], None]:
+    def damage(run: Path) -> None:
+        lines = _lines(run)
+        index = _ok_acf_line(run, nth)
+        row = json.loads(lines[index])
+        row["extra"] = json.dumps({**json.loads(row["extra"]), **changes})
+        lines[index] = json.dumps(row, sort_keys=True) + "\n"
+        (run / RESULTS).write_text("".join(lines))
+    return damage
+
+
+def _insert_line(index: int, text: str) -> Callable[[Path], None]:
+    def damage(run: Path) -> None:
+        lines = _lines(run)
+        lines.insert(index, text)
+        (run / RESULTS).write_text("".join(lines))
+    return damage
+
+
+def _named_acf(run: Path) -> Path:
+    """The ACF file the first ACF candidate's record names."""
+    sha = next(json.loads(line)["acf"] for line in _lines(run) if json.loads(line)["acf"])
+    return run / "acf" / f"{sha}.acf"
+
+
+def _edit_acf(run: Path) -> None:
+    path = _named_acf(run)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01  # one bit: another control, the same size
+    path.write_bytes(bytes(data))
+
+
+def _acf_a_fifo(run: Path) -> None:
+    path = _named_acf(run)
+    path.unlink()
+    os.mkfifo(path)
+
+
+def _campaign_edit(old: str, new: str) -> Callable[[Path], None]:
+    def damage(run: Path) -> None:
+        text = (run / CAMPAIGN).read_text()
+        assert old in text
+        (run / CAMPAIGN).write_text(text.replace(old, new))
+    return damage
+
+
 # case -> (damage, what the error line must contain)
 DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
     "results_not_utf8": (lambda r: (r / RESULTS).write_bytes((r / RESULTS).read_bytes()[:100] + b"\xff\xfe"
@@ -245,6 +312,30 @@ DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
     "campaign_copy_not_yaml": (_replace_file(CAMPAIGN, b"name: [unclosed\n"), "campaign.yaml:2: not valid YAML"),
     "campaign_copy_cut_short": (_replace_file(CAMPAIGN, b"name: quickstart\n"),
                                 "campaign.yaml: kernel: required field is missing"),
+    # the integrity rule (issue 45 defect 4; paretotune/front/integrity.py)
+    "objective_value_edited": (_shift_value(2, "registers", -8.0),
+                               "'registers' is "),  # ..., but the record's own measurement (extra.wide) gives ...
+    "derived_value_edited": (_shift_value(1, "theoretical_occupancy", 6.25), "own measurement (extra.wide) gives"),
+    "baseline_value_edited": (_shift_value(-1, "spill_bytes", 64.0), "candidate 0 (record 1): 'spill_bytes' is 64"),
+    "measurement_edited_not_the_value": (
+        _edit_extra(0, wide={"registers": 1, "spill_stores": 0, "spill_loads": 0, "stack": 0, "static_shared": 0,
+                             "dynamic_shared": 16, "num_warps": 4}), "own measurement (extra.wide) gives 1.0"),
+    "blank_line_in_the_middle": (_insert_line(3, "\n"), f"{RESULTS}:4: blank line"),
+    "blank_line_at_the_end": (_append(b"\n"), ":12: blank line"),
+    "line_of_spaces": (_insert_line(1, "   \n"), f"{RESULTS}:2: blank line"),
+    "campaign_copy_objectives_changed": (_campaign_edit("  - spill_bytes            # min\n", ""),
+                                         "campaign.yaml: differs from the campaign this run was made with"),
+    "campaign_copy_budget_changed": (_campaign_edit("pool_size: 9", "pool_size: 12"),
+                                     "campaign.yaml: differs from the campaign this run was made with"),
+    "campaign_hash_a_number": (_edit_meta(campaign_sha256=12), "'campaign_sha256' must be a string"),
+    "direction_flipped_in_run_json": (_edit_column(1, direction="max"),
+                                      "objective column 'registers' has direction 'max', but its objective"),
+    "second_baseline": (_edit_row(3, is_baseline=True), "candidate 3 claims to be the baseline"),
+    "twin_of_nothing": (_edit_extra(1, twin_of=999), "the no-ACF twin of candidate 999, names no stored candidate"),
+    "twin_with_an_acf": (_edit_extra(1, twin_of=0), "the no-ACF twin of candidate 0, has an ACF"),
+    "acf_file_edited": (_edit_acf, "the ACF's content does not match its name"),
+    "acf_file_a_fifo": (_acf_a_fifo, ".acf: not a regular file (a pipe or device)"),
+    "acf_name_a_path": (_edit_row(4, acf="../../../etc/passwd"), "candidate 4 names the ACF '../../../etc/passwd'"),
 }
 
 
@@ -256,6 +347,7 @@ def _commands(run: Path, campaign: Path) -> dict[str, list[str]]:
         "export": ["export", str(run)],
         "resume": ["resume", str(run), "--quiet"],
         "validate": ["validate", str(run)],
+        "ship": ["ship", str(run), "--out", str(run.parent / "shipped")],
         "run-resume": ["run", str(campaign), "--resume", "--out", str(run), "--quiet"],
     }
 
