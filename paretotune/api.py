@@ -147,10 +147,8 @@ def capture(out: str | Path, *, values: bool | list[str] = False, shapes: int = 
 
     options = campaign_options(shapes, generations, wall_clock_s)
     folder = Path(out)
-    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
-    dirs = [os.getcwd()] + ([os.path.dirname(os.path.abspath(main_file))] if main_file else [])
     try:  # before the folder is made: a bad argument leaves nothing behind
-        recorder = Recorder(values=values, values_dir=folder, program_dirs=dirs, timing=timing)
+        recorder = Recorder(values=values, values_dir=folder, timing=timing)
     except ValueError as exc:
         raise UserError(f"capture: {exc}") from None
     prepare_out(folder)

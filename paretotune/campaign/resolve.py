@@ -22,7 +22,9 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False,
 
     where = f"{campaign.path}: kernel.source"
     override = campaign.spec.kernel
-    obj = import_object(override.source, campaign.path.parent, where, trial=trial_import, after_trial=after_trial)
+    module, program_path = captured_context(campaign)
+    obj = import_object(override.source, campaign.path.parent, where, trial=trial_import, after_trial=after_trial,
+                        module=module, program_path=program_path)
     if override.inputs is not None:
         from paretotune.kernels.helion import spec_from_kernel
 
@@ -75,6 +77,24 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False,
         for shape in campaign.shapes:
             validate_config(adapter.space(), adapter.default_config(shape), f"{campaign.path}: kernel.default")
     return adapter
+
+
+def captured_context(campaign: Campaign) -> tuple[str | None, list[str]]:
+    """Where the captured kernel came from in its program (``kernel.captured``'s record): its module's dotted name,
+    so that its file is imported as part of its package (a namespace package too), and the program's
+    ``sys.path``, for what that module imports. (None, []) without a record."""
+    captured = campaign.spec.kernel.captured
+    if captured is None:
+        return None, []
+    from paretotune.capturing.replay import read_calls
+
+    try:
+        doc = read_calls(campaign.path.parent / captured)
+        module, path = doc["kernel"]["source"].get("module"), doc.get("sys_path", [])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None, []  # kernel.captured's own check says what is wrong with the file
+    return (module if isinstance(module, str) else None,
+            [p for p in path if isinstance(p, str)] if isinstance(path, list) else [])
 
 
 def _captured(campaign: Campaign, kernel: Any) -> Any:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from paretotune.campaign.kernel_file import load_file
 from paretotune.errors import UserError
 from paretotune.processes import kill_group, kill_own_group_when_closed, lead_own_group
 
@@ -72,15 +73,11 @@ def _preload(names: tuple[str, ...] = ("torch", "triton")) -> None:
             pass
 
 
-def _import_in_child(target: str, is_file: bool) -> str:
+def _import_in_child(target: str, is_file: bool, module: str | None) -> str:
     """Runs in the forked child: import, and return '' or why it failed (one line)."""
     try:
         if is_file:
-            path = Path(target)
-            spec = importlib.util.spec_from_file_location(f"paretotune_trial_{path.stem}", path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
+            load_file(Path(target), module, private="paretotune_trial")
         else:
             importlib.import_module(target)
         return ""
@@ -90,8 +87,9 @@ def _import_in_child(target: str, is_file: bool) -> str:
         return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
-def trial_import(target: str, is_file: bool, where: str) -> None:
-    """Import ``target`` (a file path or a module name) in a forked child within :func:`timeout_s`; raise a
+def trial_import(target: str, is_file: bool, where: str, *, module: str | None = None) -> None:
+    """Import ``target`` (a file path or a module name; ``module``: a file's dotted name, see
+    :func:`~paretotune.campaign.kernel_file.load_file`) in a forked child within :func:`timeout_s`; raise a
     one-line UserError naming it if the import fails, exits or does not finish.
 
     The child leads its own process group, and the group (the child and whatever the import started) is
@@ -118,7 +116,7 @@ def trial_import(target: str, is_file: bool, where: str) -> None:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)  # user code's output must not reach the CLI's (nor be shown twice)
             os.dup2(devnull, 2)
-            message = _import_in_child(target, is_file)
+            message = _import_in_child(target, is_file, module)
             os.write(write_fd, ("E" + message if message else "K").encode("utf-8", "replace")[:4000] + b"\n")
         except BaseException:  # noqa: BLE001
             code = 1

@@ -47,13 +47,15 @@ class HelionView:
 
 def helion_view(campaign: Any) -> HelionView | None:
     """The campaign's kernel as a :class:`HelionView`, or None for a kernel that is not a Helion one."""
+    from paretotune.campaign.resolve import captured_context
     from paretotune.campaign.user_code import import_object
     from paretotune.kernels.helion import HelionKernel, import_helion
     from paretotune.kernels.helion_heuristic import find_heuristic
 
     spec = campaign.spec.kernel
     where = f"{campaign.path}: kernel"
-    obj = import_object(spec.source, campaign.path.parent, f"{where}.source")
+    module, program_path = captured_context(campaign)
+    obj = import_object(spec.source, campaign.path.parent, f"{where}.source", module=module, program_path=program_path)
     helion = import_helion()
     if spec.inputs is not None and isinstance(obj, helion.Kernel):
         factory = import_object(spec.inputs, campaign.path.parent, f"{where}.inputs")
