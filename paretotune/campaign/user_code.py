@@ -61,3 +61,25 @@ def import_object(source: str, base_dir: Path, where: str, *, trial: bool = Fals
         detail = f" ({why})" if why else ""
         raise UserError(f"{where}: module '{target}' has no attribute '{attr}'{detail}") from None
 
+
+def check_findable(campaign: Any) -> None:
+    """Refuse at once a campaign whose kernel file or top-level module does not exist (before torch and Triton
+    load for the real import), with the error the real import would give."""
+    kernel = campaign.spec.kernel
+    for field, source in (("kernel.source", kernel.source), ("kernel.inputs", kernel.inputs)):
+        if source is None:
+            continue
+        where, target = f"{campaign.path}: {field}", source.rpartition(":")[0]
+        if target.endswith(".py"):
+            path = (campaign.path.parent / target).resolve()
+            if not path.is_file():
+                raise UserError(f"{where}: kernel file not found: {path}")
+            continue
+        top = target.partition(".")[0]
+        try:
+            found = top in sys.modules or importlib.util.find_spec(top) is not None
+        except (ImportError, ValueError):
+            found = True  # the real import says what is wrong
+        if not found:
+            raise UserError(f"{where}: cannot import module '{target}' (ModuleNotFoundError: No module named "
+                            f"'{top}')")

@@ -14,9 +14,10 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is loaded when the command runs: --help answers at once
+    import pandas as pd
 
 from paretotune.errors import UserError
 from paretotune.extras import missing
@@ -61,6 +62,8 @@ def main(args: argparse.Namespace) -> int:
 
 def export_table(results: pd.DataFrame, directions: dict[str, Any]) -> pd.DataFrame:
     """The results table with the ranking joined on: front, crowding, excluded_reason; evaluation order."""
+    import pandas as pd
+
     from paretotune.pareto import rank_fronts
 
     if results.empty:
@@ -85,6 +88,8 @@ def export_table(results: pd.DataFrame, directions: dict[str, Any]) -> pd.DataFr
 def with_config_columns(table: pd.DataFrame) -> pd.DataFrame:
     """``config.<knob>`` columns from the ``config`` JSON, placed before ``acf``; lists and dicts as JSON text,
     a knob whose values differ in type as text (Parquet columns hold one type)."""
+    import pandas as pd
+
     if "config" not in table.columns or table.empty:
         return table
     configs = [json.loads(c) if isinstance(c, str) and c else {} for c in table["config"]]
@@ -126,6 +131,8 @@ def _json_row(row: dict[str, Any]) -> dict[str, Any]:
 
 def _plain(value: Any) -> Any:
     """numpy / pandas scalars to JSON types; NaN, inf and pd.NA to None."""
+    import pandas as pd
+
     if value is None or value is pd.NA:
         return None
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
