@@ -39,7 +39,8 @@ class _Version(argparse.Action):
     """``--version``: the installed version, looked up only when asked (importlib.metadata is slow to load)."""
 
     def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
-        parser.exit(message=f"paretotune {installed_version()}\n")
+        print(f"paretotune {installed_version()}")
+        parser.exit()
 
 
 ENVIRONMENT = """environment:
