@@ -48,6 +48,8 @@ def main(args: argparse.Namespace) -> int:
         sys.stdout.write(_text(table, args.format))
         return 0
     path = Path(out)
+    if args.format == "parquet":
+        parquet_engine()  # before the folder is made: a missing extra leaves nothing behind
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if args.format == "parquet":
@@ -104,6 +106,19 @@ def with_config_columns(table: pd.DataFrame) -> pd.DataFrame:
     at = list(table.columns).index("acf") if "acf" in table.columns else len(table.columns)
     left, right = table.iloc[:, :at], table.iloc[:, at:]
     return pd.concat([left, pd.DataFrame(split, index=table.index), right], axis=1)
+
+
+def parquet_engine() -> None:
+    """Raise the one-line error unless pandas has a Parquet engine (pyarrow, or fastparquet)."""
+    import importlib
+
+    for name in ("pyarrow", "fastparquet"):
+        try:
+            importlib.import_module(name)
+            return
+        except ImportError:
+            continue
+    raise missing("pyarrow", "parquet", "--format parquet", instead="use --format csv")
 
 
 def write_parquet(table: pd.DataFrame, path: Path) -> None:
