@@ -35,7 +35,10 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False,
             raise UserError(f"{where}: {exc}") from None
     if override.captured is not None:
         obj = _captured(campaign, obj)
-    adapter = adapter_for(obj, override.source.rpartition(":")[2], where)
+    from paretotune.kernels.inline import MODULE as INLINE
+
+    adapter = adapter_for(obj, override.source.rpartition(":")[2], where,
+                          as_object=override.source.startswith(f"{INLINE}:"))
     _use_campaign(campaign, adapter)
     restrict = getattr(adapter, "restrict_to", None)
     if restrict is not None:  # e.g. an autotuned kernel's configs that its pruning drops on every shape
