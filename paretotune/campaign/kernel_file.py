@@ -2,11 +2,12 @@
 
 A file inside a package is imported as part of that package, by its dotted name, with the folder above the
 package on ``sys.path``: its relative imports and its imports of sibling modules work, wherever the program
-found it (a ``sys.path`` edit, ``PYTHONPATH``, site-packages). The package is known from the folders' ``__init__.py``
-files, or from ``module`` (the dotted name a capture recorded: a namespace package has no ``__init__.py``). A file
-in no package is loaded under a private module name (so a program file's ``if __name__ == "__main__":`` block does
-not run), with its own folder on ``sys.path``, as ``python file.py`` would have it. No module of the paretotune
-package is imported here: the trial import's child uses this too.
+found it (a ``sys.path`` edit, ``PYTHONPATH``, site-packages). The package is known from the folders'
+``__init__.py`` files, or from ``module`` (the dotted name a capture recorded: a namespace package has no
+``__init__.py``). A file in no package is loaded under a private module name (so a program file's
+``if __name__ == "__main__":`` block does not run), with its own folder on ``sys.path`` (for the modules beside
+it, as under ``python file.py``). No module of the paretotune package is imported here: the trial import's
+child uses this too.
 """
 from __future__ import annotations
 
@@ -39,25 +40,34 @@ def package_of(path: Path, module: str | None = None) -> tuple[Path, str | None]
 
 def load_file(path: Path, module: str | None = None, *, private: str = "paretotune_user") -> ModuleType:
     """The module of the kernel file ``path`` (absolute), imported as :func:`package_of` says; whatever its code
-    raises propagates. A package of that name already imported from elsewhere: the file is loaded privately."""
+    raises propagates. Its folder is added at the end of ``sys.path`` (a file of the user's named like a module
+    of the standard library or a dependency never shadows it); a package of that name found elsewhere first, or
+    already imported from elsewhere: the file is loaded privately."""
     root, name = package_of(path, module)
     if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    if name is not None and _free(name, root):
+        sys.path.append(str(root))
+    if name is not None and _found_in(name.partition(".")[0], root):
         loaded = importlib.import_module(name)
         if _is_file(loaded, path):
             return loaded
     return _load_private(path, f"{private}_{path.stem}_{abs(hash(str(path)))}")
 
 
-def _free(name: str, root: Path) -> bool:
-    """Whether importing ``name`` from ``root`` finds the file there: its top-level package is not imported yet,
-    or was imported from ``root``."""
-    top = sys.modules.get(name.partition(".")[0])
-    if top is None:
-        return True
-    where = [os.path.dirname(getattr(top, "__file__", None) or "")] + list(getattr(top, "__path__", []))
-    return any(w and Path(w).resolve().parent == root.resolve() for w in where)
+def _found_in(top: str, root: Path) -> bool:
+    """Whether the top-level package ``top`` is (or would be) imported from the folder ``root``; nothing is run."""
+    module = sys.modules.get(top)
+    if module is not None:
+        places = [getattr(module, "__file__", None)] + [os.path.join(p, "__init__.py")
+                                                         for p in getattr(module, "__path__", [])]
+    else:
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            return False
+        if spec is None:
+            return False
+        places = [spec.origin] + [os.path.join(p, "__init__.py") for p in spec.submodule_search_locations or []]
+    return any(p and Path(p).resolve().parent.parent == root.resolve() for p in places)
 
 
 def _is_file(module: ModuleType, path: Path) -> bool:
