@@ -63,9 +63,14 @@ class Run:
 
         data = load_report_data(self.path)
         folder = Path(out) if out is not None else self.path / "report"
+        html = render_html(data)  # plotly, then matplotlib, before the folder is made (as the command)
+        if png:
+            from paretotune.report.png import require_matplotlib
+
+            require_matplotlib()
         folder.mkdir(parents=True, exist_ok=True)
         page = folder / "report.html"
-        page.write_text(render_html(data), encoding="utf-8")
+        page.write_text(html, encoding="utf-8")
         if png:
             write_pngs(data, folder)
         return page
@@ -88,14 +93,24 @@ def run(campaign: str | Path | Mapping[str, Any], *, out: str | Path | None = No
     Bad input raises :class:`~paretotune.errors.UserError`, its message the one line the CLI prints and its
     traceback from this call only (the frames below it are paretotune's checks, not the caller's problem).
     """
+    names: dict[str, str] = {}  # paretotune's own names for the caller's things -> the caller's words
     try:
-        return _run(campaign, out=out, kernel=kernel, seed=seed, quiet=quiet)
+        return _run(campaign, out=out, kernel=kernel, seed=seed, quiet=quiet, names=names)
     except UserError as exc:
+        exc.args = (in_user_words(str(exc), names),)
         raise exc.with_traceback(None) from None
 
 
+def in_user_words(message: str, names: Mapping[str, str]) -> str:
+    """``message`` with each internal name (a kernel object's registered name, the stand-in file of a campaign
+    given as a dict) replaced by what the caller wrote, longest first (a name inside another is not split)."""
+    for internal in sorted(names, key=len, reverse=True):
+        message = message.replace(internal, names[internal])
+    return message
+
+
 def _run(campaign: str | Path | Mapping[str, Any], *, out: str | Path | None, kernel: Any, seed: int | None,
-         quiet: bool) -> Run:
+         quiet: bool, names: dict[str, str]) -> Run:
     from paretotune.campaign.acf_check import check_toolchain
     from paretotune.runner.session import start_and_execute
     from paretotune.runner.start import default_run_dir
@@ -105,7 +120,7 @@ def _run(campaign: str | Path | Mapping[str, Any], *, out: str | Path | None, ke
     if out is not None and (Path(out) / META).is_file():  # the CLI's own words would say --out
         raise UserError(f"out={str(out)!r}: already holds a run; pass another out= for a new one "
                         f"(paretotune.open_run({str(out)!r}) reads this one)")
-    loaded = _load(campaign, kernel)
+    loaded = _load(campaign, kernel, names)
     if seed is not None:
         loaded = loaded.with_seed(seed)
     ptxas = find_ptxas()
@@ -147,10 +162,8 @@ def capture(out: str | Path, *, values: bool | list[str] = False, shapes: int = 
 
     options = campaign_options(shapes, generations, wall_clock_s)
     folder = Path(out)
-    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
-    dirs = [os.getcwd()] + ([os.path.dirname(os.path.abspath(main_file))] if main_file else [])
     try:  # before the folder is made: a bad argument leaves nothing behind
-        recorder = Recorder(values=values, values_dir=folder, program_dirs=dirs, timing=timing)
+        recorder = Recorder(values=values, values_dir=folder, timing=timing)
     except ValueError as exc:
         raise UserError(f"capture: {exc}") from None
     prepare_out(folder)
@@ -187,7 +200,9 @@ def main_not_reimported() -> Iterator[None]:
             setattr(main, key, value)
 
 
-def _load(campaign: str | Path | Mapping[str, Any], kernel: Any) -> Any:
+def _load(campaign: str | Path | Mapping[str, Any], kernel: Any, names: dict[str, str] | None = None) -> Any:
+    """The campaign, kernel objects registered for the workers; ``names`` gets each internal name an error
+    could show (:func:`in_user_words`)."""
     from paretotune.campaign.load import campaign_from_text, load_campaign
 
     if isinstance(campaign, str | Path):
@@ -198,15 +213,19 @@ def _load(campaign: str | Path | Mapping[str, Any], kernel: Any) -> Any:
             data = yaml.safe_load(path.read_text())
         except OSError as exc:
             raise UserError(f"{path}: cannot read ({exc.strerror})") from None
-        return campaign_from_text(_to_yaml(_with_kernel(data, kernel, str(path))), path)
+        return campaign_from_text(_to_yaml(_with_kernel(data, kernel, str(path), names)), path)
     if not isinstance(campaign, Mapping):
         raise UserError(f"campaign: expected a file path or a dict, got {type(campaign).__name__}")
-    data = _with_kernel(dict(campaign), kernel, "campaign")
-    return campaign_from_text(_to_yaml(data), Path.cwd() / f"{data.get('name', 'campaign')}.campaign")
+    data = _with_kernel(dict(campaign), kernel, "campaign", names)
+    stand_in = Path.cwd() / f"{data.get('name', 'campaign')}.campaign"  # relative paths are the working folder's
+    if names is not None:
+        names[str(stand_in)] = names[str(stand_in.resolve())] = "campaign"  # a dict has no file to name
+    return campaign_from_text(_to_yaml(data), stand_in)
 
 
-def _with_kernel(data: Any, kernel: Any, where: str) -> dict[str, Any]:
-    """The campaign structure with any kernel object replaced by the source string that finds it in workers."""
+def _with_kernel(data: Any, kernel: Any, where: str, names: dict[str, str] | None = None) -> dict[str, Any]:
+    """The campaign structure with any kernel object replaced by the source string that finds it in workers
+    (``names``: that string and the object's registered name -> the object's own name, file and line)."""
     from paretotune.kernels.inline import register
 
     if not isinstance(data, dict):
@@ -217,13 +236,25 @@ def _with_kernel(data: Any, kernel: Any, where: str) -> dict[str, Any]:
         section["source"] = kernel
     source = section.get("source")
     if source is not None and not isinstance(source, str):
-        section["source"] = register(source, _name_of(source))
+        name, origin = _origin(source)
+        section["source"] = register(source, name)
+        if names is not None:
+            key = section["source"].rpartition(":")[2]
+            names[section["source"]] = f"{name} ({origin})" if origin else name
+            names[f"'{key}'"] = f"'{name}' ({origin})" if origin else f"'{name}'"
+            names[key] = name
     return {**data, "kernel": section}
 
 
-def _name_of(obj: Any) -> str:
-    fn = getattr(obj, "fn", obj)
-    return str(getattr(fn, "__name__", None) or getattr(getattr(fn, "fn", None), "__name__", "kernel"))
+def _origin(obj: Any) -> tuple[str, str | None]:
+    """(name, ``file:line`` or None) of the function under a kernel object (a spec's kernel, Triton's and
+    Helion's wrappers peeled off)."""
+    fn, seen = obj, 0
+    while not hasattr(fn, "__code__") and hasattr(fn, "fn") and seen < 8:
+        fn, seen = fn.fn, seen + 1
+    name = getattr(fn, "__name__", None) or type(obj).__name__
+    code = getattr(fn, "__code__", None)
+    return str(name), (f"{code.co_filename}:{code.co_firstlineno}" if code is not None else None)
 
 
 def _to_yaml(data: Mapping[str, Any]) -> str:

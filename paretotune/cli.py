@@ -35,6 +35,14 @@ def installed_version() -> str:
         return "unknown (not installed)"
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed version, looked up only when asked (importlib.metadata is slow to load)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(f"paretotune {installed_version()}")
+        parser.exit()
+
+
 ENVIRONMENT = """environment:
   CIQ_SEARCH_SPACES_DIR  folder with CompileIQ's offline search spaces (manifest.json and ptxas13.3.bin) for
                          acf.search_space on a machine without internet access. Unset, a source checkout reads
@@ -47,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "over kernel configs and PTXAS Advanced Control Files.", epilog=ENVIRONMENT,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    parser.add_argument("--version", action="version", version=f"paretotune {installed_version()}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the installed version and exit")
     # --debug after the subcommand too (where the error's hint leads users to put it); SUPPRESS keeps a
     # subcommand without it from resetting the one given before
     debug = argparse.ArgumentParser(add_help=False)

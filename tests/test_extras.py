@@ -92,21 +92,30 @@ def error(done: subprocess.CompletedProcess[str]) -> str:
 def test_report_needs_plotly(blocker: Path, run_dir: Path, tmp_path: Path) -> None:
     assert error(paretotune(blocker, "report", str(run_dir), "--out", str(tmp_path / "r"))) == (
         "paretotune: error: the HTML report needs plotly: pip install 'paretotune[report]'")
+    assert not (tmp_path / "r").exists()  # no empty folder left behind
+    assert error(paretotune(blocker, "report", str(run_dir))) == (
+        "paretotune: error: the HTML report needs plotly: pip install 'paretotune[report]'")
+    assert not (run_dir / "report").exists()
 
 
 def test_report_pngs_need_matplotlib(blocker: Path, run_dir: Path, tmp_path: Path) -> None:
     done = paretotune(blocker, "report", str(run_dir), "--out", str(tmp_path / "r"), block=("matplotlib",))
     assert error(done) == ("paretotune: error: PNG output needs matplotlib: pip install 'paretotune[report]' "
                            "(or pass --no-png)")
+    assert not (tmp_path / "r").exists()  # nothing half-made: no page without its PNGs, no empty folder
     done = paretotune(blocker, "report", str(run_dir), "--out", str(tmp_path / "r"), "--no-png",
                       block=("matplotlib",))
     assert done.returncode == 0 and (tmp_path / "r" / "report.html").is_file(), done.stderr
 
 
 def test_parquet_export_needs_pyarrow(blocker: Path, run_dir: Path, tmp_path: Path) -> None:
-    done = paretotune(blocker, "export", str(run_dir), "--format", "parquet", "--out", str(tmp_path / "x.parquet"))
-    assert error(done) == ("paretotune: error: --format parquet needs pyarrow: pip install 'paretotune[parquet]' "
-                           "(or use --format csv)")
+    needs = ("paretotune: error: --format parquet needs pyarrow: pip install 'paretotune[parquet]' "
+             "(or use --format csv)")
+    done = paretotune(blocker, "export", str(run_dir), "--format", "parquet", "--out",
+                      str(tmp_path / "sub" / "x.parquet"))
+    assert error(done) == needs and not (tmp_path / "sub").exists()  # no empty folder, no empty file
+    assert error(paretotune(blocker, "export", str(run_dir), "--format", "parquet")) == needs
+    assert not (run_dir / "export").exists()
     done = paretotune(blocker, "export", str(run_dir), "--format", "csv", "--out", str(tmp_path / "x.csv"))
     assert done.returncode == 0 and (tmp_path / "x.csv").is_file(), done.stderr
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from paretotune.campaign.load import Campaign
-from paretotune.campaign.user_code import check_files, import_object, named_code
+from paretotune.campaign.user_code import add_program_path, check_files, import_object, named_code
 from paretotune.errors import UserError
 from paretotune.kernels.base import KernelAdapter, UnknownShapeKey, validate_config
 from paretotune.objectives.base import Objective
@@ -30,12 +30,14 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False,
 
     where = f"{campaign.path}: kernel.source"
     override = campaign.spec.kernel
-    codes = named_code(override, campaign.path.parent, str(campaign.path))
+    module, program_path = captured_context(campaign)
+    add_program_path(program_path)  # before the trial forks: the child finds what the kernel imports too
+    codes = named_code(override, campaign.path.parent, str(campaign.path), module)
     check_files(codes)
     if trial_import:  # a module already imported here has nothing left to run at import time
         trial_imports([c for c in codes if c.is_file or c.target not in sys.modules])
     with hidden_output() if trial_import else contextlib.nullcontext():
-        obj = import_object(override.source, campaign.path.parent, where)
+        obj = import_object(override.source, campaign.path.parent, where, module=module)
         factory = None if override.inputs is None else import_object(override.inputs, campaign.path.parent,
                                                                        f"{campaign.path}: kernel.inputs")
     if factory is not None:
@@ -47,7 +49,10 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False,
             raise UserError(f"{where}: {exc}") from None
     if override.captured is not None:
         obj = _captured(campaign, obj)
-    adapter = adapter_for(obj, override.source.rpartition(":")[2], where)
+    from paretotune.kernels.inline import MODULE as INLINE
+
+    adapter = adapter_for(obj, override.source.rpartition(":")[2], where,
+                          as_object=override.source.startswith(f"{INLINE}:"))
     _use_campaign(campaign, adapter)
     if trial_import:
         _trial_heuristic(campaign, adapter)
@@ -113,6 +118,27 @@ def _trial_heuristic(campaign: Campaign, adapter: Any) -> None:
 
     with hidden_output(), contextlib.suppress(Exception):  # its errors: default_config says them in a line
         load(Path(path))  # the trial showed what it prints
+
+
+def captured_context(campaign: Campaign) -> tuple[str | None, list[str]]:
+    """Where the captured kernel came from in its program (``kernel.captured``'s record): its module's dotted name,
+    so that its file is imported as part of its package (a namespace package too), and the program's
+    ``sys.path``, for what that module imports. (None, []) without a record."""
+    captured = campaign.spec.kernel.captured
+    if captured is None:
+        return None, []
+    from paretotune.capturing.replay import read_calls
+
+    where = campaign.path.parent / captured
+    if not_a_file(where):  # a device or a pipe is never read here: kernel.captured's own check says so
+        return None, []
+    try:
+        doc = read_calls(where)
+        module, path = doc["kernel"]["source"].get("module"), doc.get("sys_path", [])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None, []  # kernel.captured's own check says what is wrong with the file
+    return (module if isinstance(module, str) else None,
+            [p for p in path if isinstance(p, str)] if isinstance(path, list) else [])
 
 
 def _captured(campaign: Campaign, kernel: Any) -> Any:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from paretotune.campaign.kernel_file import load_file
 from paretotune.errors import UserError
 from paretotune.processes import kill_group, kill_own_group_when_closed, lead_own_group
 
@@ -39,7 +40,8 @@ class Code:
     target: str  # a resolved file path or a module name
     is_file: bool
     written: str  # the file or module as the campaign writes it (named in messages)
-    attr: str | None = None  # the attribute it must have; None: a file imported whole (an AOT heuristic)
+    attr: str | None = None  # the attribute it must have (dotted: a qualified name); None: a file imported whole
+    module: str | None = None  # a file's dotted name where it was captured (its package: kernel_file.load_file)
 
     @property
     def what(self) -> str:
@@ -97,12 +99,7 @@ def _import_in_child(code: Code) -> str:
     after the field)."""
     try:
         if code.is_file:
-            path = Path(code.target)
-            spec = importlib.util.spec_from_file_location(f"paretotune_trial_{path.stem}", path)
-            if spec is None or spec.loader is None:
-                return f"cannot import {code.what} (not an importable Python file)"
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
+            module = load_file(Path(code.target), code.module, private="paretotune_trial")
         else:
             module = importlib.import_module(code.target)
     except SystemExit as exc:
@@ -112,7 +109,9 @@ def _import_in_child(code: Code) -> str:
     if code.attr is None:
         return ""
     try:
-        getattr(module, code.attr)
+        found: Any = module
+        for part in code.attr.split("."):
+            found = getattr(found, part)
         return ""
     except AttributeError as exc:
         return missing_attribute(code.written, code.attr, module, exc)

@@ -1,18 +1,18 @@
 """What a captured kernel object is (Triton's decorators peeled off, or a Helion kernel) and where it is defined.
 
-A campaign names its kernel as ``module:attr`` when a fresh process can import the module (it is not the
-program's ``__main__`` and does not come from the program's own folder or working directory) and as
-``file.py:attr`` otherwise. A kernel with no such name (a closure, a lambda, code without a file, a kernel
-in a program file that has no ``if __name__ == "__main__":`` guard, so importing it would run the program) is
-recorded with the reason and never becomes a campaign.
+A campaign names its kernel by file, ``path/to/file.py:qualname``, taken from the function object, and the
+capture records the module's dotted name beside it: the file is imported as part of its package
+(:mod:`paretotune.campaign.kernel_file`), so the kernel resolves wherever the program found it (``__main__``,
+a ``sys.path`` edit, ``PYTHONPATH``, site-packages, a namespace package). A kernel with no such name (a
+closure or a kernel made inside a function, a lambda, code without a source file, a kernel in a program file
+that has no ``if __name__ == "__main__":`` guard, so importing it would run the program) is recorded with the
+reason and never becomes a campaign.
 """
 from __future__ import annotations
 
 import ast
 import inspect
 import os
-import sys
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -35,7 +35,7 @@ class KernelInfo:
     problem: str | None = None
 
 
-def triton_info(obj: Any, program_dirs: Iterable[str]) -> KernelInfo:
+def triton_info(obj: Any) -> KernelInfo:
     """A ``@triton.jit`` kernel (compiled or interpreted, under ``@triton.autotune`` / ``@triton.heuristics``)."""
     from triton.runtime.autotuner import Autotuner, Heuristics
 
@@ -51,15 +51,15 @@ def triton_info(obj: Any, program_dirs: Iterable[str]) -> KernelInfo:
         inner = inner.fn
     layers.append("jit")
     fn = getattr(inner, "fn", None)
-    info = _base("triton", obj, fn, tuple(layers), program_dirs)
+    info = _base("triton", obj, fn, tuple(layers))
     info.constexprs = frozenset(n for n, p in _signature(fn).items() if "constexpr" in str(p.annotation))
     info.tuned, info.autotuner = frozenset(tuned), autotuner
     return info
 
 
-def helion_info(obj: Any, program_dirs: Iterable[str]) -> KernelInfo:
+def helion_info(obj: Any) -> KernelInfo:
     """A ``@helion.kernel`` or ``@helion.aot_kernel`` kernel."""
-    return _base("helion", obj, getattr(obj, "fn", None), ("helion",), program_dirs)
+    return _base("helion", obj, getattr(obj, "fn", None), ("helion",))
 
 
 def _signature(fn: Any) -> dict[str, inspect.Parameter]:
@@ -69,32 +69,36 @@ def _signature(fn: Any) -> dict[str, inspect.Parameter]:
         return {}
 
 
-def _base(kind: Literal["triton", "helion"], obj: Any, fn: Any, layers: tuple[str, ...],
-          program_dirs: Iterable[str]) -> KernelInfo:
+def _base(kind: Literal["triton", "helion"], obj: Any, fn: Any, layers: tuple[str, ...]) -> KernelInfo:
     if not inspect.isfunction(fn):
         return KernelInfo(kind, obj, fn, type(obj).__name__, layers, (), problem=f"{type(obj).__name__} wraps no "
                           "Python function")
     params = _signature(fn)
     info = KernelInfo(kind, obj, fn, fn.__name__, layers, tuple(params),
                       defaults={n: p.default for n, p in params.items() if p.default is not inspect.Parameter.empty})
-    info.source, info.problem = where_defined(obj, fn, program_dirs)
+    info.source, info.problem = where_defined(obj, fn)
     return info
 
 
-def where_defined(obj: Any, fn: Any, program_dirs: Iterable[str]) -> tuple[dict[str, Any], str | None]:
-    """(``{module, attr, file, line, importable}``, why it cannot be named or None)."""
+def where_defined(obj: Any, fn: Any) -> tuple[dict[str, Any], str | None]:
+    """(``{module, qualname, attr, file, line}``, why a campaign cannot import it, in one line, or None). A
+    campaign names the kernel by ``file`` and ``attr`` (its qualified name, or another module-level name of the
+    same object), so it resolves wherever the program found the module; ``module`` tells its package."""
     code = fn.__code__
     module, qualname, file = fn.__module__, fn.__qualname__, code.co_filename
-    source: dict[str, Any] = {"module": module, "attr": None, "file": os.path.abspath(file) if
-                              not file.startswith("<") else file, "line": code.co_firstlineno, "importable": False}
+    has_file = not file.startswith("<") and os.path.isfile(file)
+    source: dict[str, Any] = {"module": module, "qualname": qualname, "attr": None,
+                              "file": os.path.abspath(file) if has_file else file, "line": code.co_firstlineno}
     if "<lambda>" in qualname:
-        return source, "a lambda: it has no importable name"
+        return source, "a lambda: it has no name a campaign can import"
     if "<locals>" in qualname:
-        return source, "defined inside a function (a closure or local kernel): it has no importable name"
-    if file.startswith("<"):
-        return source, f"defined in code without a file ({file})"
+        outer = qualname.rpartition(".<locals>.")[0].replace(".<locals>", "")
+        return source, (f"defined inside {outer}() as {qualname}: each call of {outer} makes a new kernel, which no "
+                        "file and name can reach from a campaign; define it at module level to tune it")
+    if not has_file:
+        return source, (f"no source file ({file}: exec'd code or a notebook cell); put it in a .py file to tune it")
     namespace = fn.__globals__
-    attr = fn.__name__ if namespace.get(fn.__name__) is obj else next(
+    attr = qualname if _lookup(namespace, qualname) is obj else next(
         (k for k, v in list(namespace.items()) if v is obj), None)
     if attr is None:
         return source, f"no module-level name of {module} refers to this kernel object"
@@ -104,29 +108,16 @@ def where_defined(obj: Any, fn: Any, program_dirs: Iterable[str]) -> tuple[dict[
         if not has_main_guard(source["file"]):
             return source, ("defined in the program's __main__, whose file has no `if __name__ == \"__main__\":` "
                             "guard: importing it would run the program")
-        return source, None
-    source["importable"] = _importable(module, source["file"], {os.path.abspath(d) for d in program_dirs})
     return source, None
 
 
-def _importable(module: str, file: str, program_dirs: set[str]) -> bool:
-    """Whether a fresh process imports ``module`` from ``file`` without the program's folder or working
-    directory on its path (site-packages, PYTHONPATH)."""
-    loaded = sys.modules.get(module)
-    if loaded is None or os.path.abspath(getattr(loaded, "__file__", "") or "") != file:
-        return False
-    top = sys.modules.get(module.partition(".")[0])
-    top_file = getattr(top, "__file__", None)
-    if top_file:
-        root = os.path.dirname(top_file)
-        if os.path.basename(top_file) == "__init__.py":
-            root = os.path.dirname(root)
-    else:  # a namespace package
-        paths = list(getattr(top, "__path__", []))
-        if not paths:
-            return False
-        root = os.path.dirname(paths[0])
-    return os.path.abspath(root) not in program_dirs
+def _lookup(namespace: dict[str, Any], qualname: str) -> Any:
+    """The object at a dotted qualified name of a module namespace (a class attribute too), or None."""
+    head, _, rest = qualname.partition(".")
+    found = namespace.get(head)
+    for part in rest.split(".") if rest else ():
+        found = getattr(found, part, None)
+    return found
 
 
 def has_main_guard(file: str) -> bool:

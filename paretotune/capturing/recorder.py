@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import sys
 import threading
 import time
 from collections import deque
@@ -79,10 +80,9 @@ class Recorder:
     """Collects the calls; :meth:`document` is the JSON the campaign writer reads (``capture.json``)."""
 
     def __init__(self, *, values: bool | Iterable[str] = False, values_dir: Path | None = None,
-                 program_dirs: Iterable[str] = (), timing: str = "sampled") -> None:
+                 timing: str = "sampled") -> None:
         """``values``: save first-call tensors (all kernels, or those named) under ``values_dir/values/``;
-        ``program_dirs``: the program's folder and working directory (modules from there are not importable
-        by a campaign, which names their files instead); ``timing``: "sampled" or "all" GPU calls timed."""
+        ``timing``: "sampled" or "all" GPU calls timed."""
         if timing not in TIMING:
             raise ValueError(f"timing: {timing!r} is not one of {', '.join(TIMING)}")
         self.timing = timing
@@ -91,7 +91,6 @@ class Recorder:
         self._rate = 1.0 / SAMPLE_EVERY
         self.values = values if isinstance(values, bool) else frozenset(values)
         self.values_dir = values_dir
-        self.program_dirs = tuple(program_dirs)
         self.pid = os.getpid()
         self.started = time.time()
         self._kernels: dict[int, KernelRecord] = {}  # id of the kernel object -> its record
@@ -208,7 +207,7 @@ class Recorder:
         with self._lock:
             record = self._locals.get(code) if local else self._kernels.get(id(obj))
             if record is None:
-                info = triton_info(obj, self.program_dirs) if kind == "triton" else helion_info(obj, self.program_dirs)
+                info = triton_info(obj) if kind == "triton" else helion_info(obj)
                 record = KernelRecord(len(self._records), info, problem=info.problem)
                 self._records.append(record)
                 if local:
@@ -374,7 +373,7 @@ class Recorder:
         (atomically: a half-written record is never read)."""
         doc = self.document()
         code = status if isinstance(status, int) else (0 if status is None else 1)
-        doc["program"] = {**program, "exit_code": code}
+        doc["program"] = {**program, "exit_code": code, "sys_path": import_path()}
         try:
             import torch
 
@@ -413,6 +412,17 @@ class Recorder:
                             "calls": round(sum(s.estimate_calls(total, sampled) for s in undescribed)),
                             "time_ms": sum(s.estimate_ms(total, sampled) for s in undescribed)},
         }
+
+
+def import_path() -> list[str]:
+    """The program's ``sys.path`` as absolute folders (its own edits and ``PYTHONPATH`` included): a campaign
+    adds them after its own, so that a kernel's module finds what it imports as it did in the program."""
+    out: list[str] = []
+    for entry in sys.path:
+        path = os.path.abspath(entry or os.curdir)
+        if path not in out and os.path.exists(path):
+            out.append(path)
+    return out
 
 
 def _function(obj: Any) -> Any:

@@ -52,7 +52,7 @@ def parse(argv: list[str]) -> tuple[Path, bool | list[str], str, str, list[str],
 def main(argv: list[str]) -> None:
     out, values, mode, target, args, timing = parse(argv)
     script_dir = os.path.dirname(os.path.abspath(target)) if mode == "path" else os.getcwd()
-    recorder = Recorder(values=values, values_dir=out, program_dirs=(script_dir, os.getcwd()), timing=timing)
+    recorder = Recorder(values=values, values_dir=out, timing=timing)
     program = {"argv": [target, *args] if mode == "path" else ["-m", target, *args], "cwd": os.getcwd(),
                "mode": mode}
     if mode == "path":

@@ -83,9 +83,10 @@ def write_campaigns(doc: dict[str, Any], out: Path, options: CampaignOptions) ->
         row.writes = writes(kernel)
         row.skipped = kernel["problem"] or (None if kernel["signatures"] else "no call of it was described")
         if row.skipped is None and source is None:
-            row.skipped = "no importable name"
+            row.skipped = "no source file and name a campaign can import"
         if row.skipped is None:
-            row.campaign, row.shapes = _write_one(kernel, stem, source, out, options)
+            row.campaign, row.shapes = _write_one(kernel, stem, source, out, options,
+                                                  doc.get("program", {}).get("sys_path", []))
         rows.append(row)
     return rows
 
@@ -109,24 +110,26 @@ def writes(kernel: dict[str, Any]) -> str:
 
 
 def source_string(source: dict[str, Any], out: Path) -> str | None:
-    """``module:attr`` when a fresh process imports the module, else the file relative to the capture folder."""
-    if not source.get("attr"):
-        return None
-    if source.get("importable"):
-        return f"{source['module']}:{source['attr']}"
+    """``file.py:attr``: it resolves whatever ``sys.path`` the program had (the campaign's ``captured`` record
+    names the module's package). The file relative to the capture folder, or absolute where the two share no
+    folder but the root (a kernel of site-packages, of a temporary folder)."""
     file = source.get("file", "")
-    if not file or file.startswith("<"):
+    if not source.get("attr") or not file or file.startswith("<"):
         return None
-    return f"{os.path.relpath(file, out.resolve())}:{source['attr']}"
+    folder = str(out.resolve())
+    shared = os.path.commonpath([os.path.abspath(file), folder])
+    where = file if os.path.dirname(shared) == shared else os.path.relpath(file, folder)
+    return f"{where}:{source['attr']}"
 
 
-def _write_one(kernel: dict[str, Any], stem: str, source: str, out: Path, options: CampaignOptions) -> tuple[str, int]:
+def _write_one(kernel: dict[str, Any], stem: str, source: str, out: Path, options: CampaignOptions,
+               program_path: list[str]) -> tuple[str, int]:
     chosen = kernel["signatures"][:options.shapes]
     calls_dir = out / CALLS
     calls_dir.mkdir(exist_ok=True)
     signatures = [{**s, "values": f"../{s['values']}"} if s.get("values") else s for s in chosen]
     calls = {"format": FORMAT, "kernel": {k: kernel[k] for k in ("name", "kind", "layers", "source")},
-             "signatures": signatures}
+             "sys_path": program_path, "signatures": signatures}
     (calls_dir / f"{stem}.json").write_text(json.dumps(calls, indent=1), encoding="utf-8")
     section: dict[str, Any] = {"source": source, "captured": f"{CALLS}/{stem}.json"}
     if kernel["kind"] == "helion" and all(s.get("config") is not None for s in chosen):

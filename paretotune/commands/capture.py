@@ -51,6 +51,8 @@ def main(args: argparse.Namespace) -> int:
     flags, program = program_command(list(args.program))
     options = campaign_options(args.shapes, args.generations, args.wall_clock_s)
     values = [] if args.values is None else (["--values"] if args.values == "*" else [f"--values={args.values}"])
+    check_out(args.out)
+    require_gpu_or_interpreter()
     created = prepare_out(args.out)
     command = [sys.executable, *flags, "-m", "paretotune.capturing.run_program", "--out", str(args.out), *values,
                f"--timing={args.timing}", "--", *program]
@@ -108,6 +110,18 @@ def program_command(words: list[str]) -> tuple[list[str], list[str]]:
     return flags, rest
 
 
+def require_gpu_or_interpreter() -> None:
+    """Refuse, before anything runs or is made, a capture on a machine without a GPU unless the program's Triton
+    kernels run under Triton's interpreter (they would fail at their first launch, deep in the program)."""
+    if os.environ.get("TRITON_INTERPRET", "").strip().lower() not in ("", "0", "false", "off", "no"):
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise UserError("capture: no GPU here: set TRITON_INTERPRET=1 to run the program's kernels on the CPU "
+                        "(TRITON_INTERPRET=1 paretotune capture ...)")
+
+
 def campaign_options(shapes: int, generations: int, wall_clock_s: float | None) -> Any:
     from paretotune.capturing.writer import CampaignOptions
 
@@ -120,14 +134,19 @@ def campaign_options(shapes: int, generations: int, wall_clock_s: float | None) 
     return CampaignOptions(shapes=shapes, generations=generations, wall_clock_s=wall_clock_s)
 
 
-def prepare_out(out: Path) -> bool:
-    """Make the capture folder; refuse one that holds a capture or is a file. Whether it was made here."""
+def check_out(out: Path) -> None:
+    """Refuse a capture folder that holds a capture or is a file."""
     from paretotune.capturing.recorder import RECORD
 
     if out.exists() and not out.is_dir():
         raise UserError(f"--out: {out} is a file, not a folder")
     if (out / RECORD).exists():
         raise UserError(f"--out: {out} already holds a capture ({RECORD}); remove it or choose another folder")
+
+
+def prepare_out(out: Path) -> bool:
+    """Make the capture folder; refuse one that holds a capture or is a file. Whether it was made here."""
+    check_out(out)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     return created

@@ -16,9 +16,10 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is loaded when the command runs: --help answers at once
+    import pandas as pd
 
 from paretotune.errors import UserError
 from paretotune.extras import missing
@@ -49,6 +50,8 @@ def main(args: argparse.Namespace) -> int:
         sys.stdout.write(_text(table, args.format))
         return 0
     path = Path(out)
+    if args.format == "parquet":
+        parquet_engine()  # before the folder is made: a missing extra leaves nothing behind
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if args.format == "parquet":
@@ -63,6 +66,8 @@ def main(args: argparse.Namespace) -> int:
 
 def export_table(results: pd.DataFrame, directions: dict[str, Any]) -> pd.DataFrame:
     """The results table with the ranking joined on: front, crowding, excluded_reason; evaluation order."""
+    import pandas as pd
+
     from paretotune.pareto import rank_fronts
     from paretotune.pareto.convention import gain
     from paretotune.pareto.table import baseline_row
@@ -93,6 +98,8 @@ def export_table(results: pd.DataFrame, directions: dict[str, Any]) -> pd.DataFr
 def with_config_columns(table: pd.DataFrame) -> pd.DataFrame:
     """``config.<knob>`` columns from the ``config`` JSON, placed before ``acf``; lists and dicts as JSON text,
     a knob whose values differ in type as text (Parquet columns hold one type)."""
+    import pandas as pd
+
     if "config" not in table.columns or table.empty:
         return table
     configs = [json.loads(c) if isinstance(c, str) and c else {} for c in table["config"]]
@@ -107,6 +114,19 @@ def with_config_columns(table: pd.DataFrame) -> pd.DataFrame:
     at = list(table.columns).index("acf") if "acf" in table.columns else len(table.columns)
     left, right = table.iloc[:, :at], table.iloc[:, at:]
     return pd.concat([left, pd.DataFrame(split, index=table.index), right], axis=1)
+
+
+def parquet_engine() -> None:
+    """Raise the one-line error unless pandas has a Parquet engine (pyarrow, or fastparquet)."""
+    import importlib
+
+    for name in ("pyarrow", "fastparquet"):
+        try:
+            importlib.import_module(name)
+            return
+        except ImportError:
+            continue
+    raise missing("pyarrow", "parquet", "--format parquet", instead="use --format csv")
 
 
 def write_parquet(table: pd.DataFrame, path: Path) -> None:
@@ -134,6 +154,8 @@ def _json_row(row: dict[str, Any]) -> dict[str, Any]:
 
 def _plain(value: Any) -> Any:
     """numpy / pandas scalars to JSON types; NaN, inf and pd.NA to None."""
+    import pandas as pd
+
     if value is None or value is pd.NA:
         return None
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):

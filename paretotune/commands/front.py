@@ -14,8 +14,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from paretotune.front import build_front, render_json, render_text
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=Path, help="a run directory written by 'paretotune run'")
@@ -23,6 +21,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from paretotune.front import build_front, render_json, render_text
+
     report = build_front(Path(args.run_dir))
     print(render_json(report) if args.json else render_text(report))
     return 0

@@ -25,12 +25,17 @@ def main(args: argparse.Namespace) -> int:
 
     data = load_report_data(Path(args.run_dir))
     out = Path(args.out) if args.out else Path(args.run_dir) / "report"
+    html = render_html(data)  # plotly, and matplotlib for the PNGs, before anything is made: a missing extra
+    if not args.no_png:  # leaves no empty folder behind
+        from paretotune.report.png import require_matplotlib
+
+        require_matplotlib()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"{out}: cannot create the report folder ({exc.strerror})") from None
     page = out / "report.html"
-    page.write_text(render_html(data), encoding="utf-8")
+    page.write_text(html, encoding="utf-8")
     pngs = [] if args.no_png else write_pngs(data, out)
     if args.json:
         print(json.dumps({"report": str(page), "plots": len(data.plots()), "pngs": [str(p) for p in pngs]}, indent=2))

@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from paretotune.campaign.load import load_campaign
 from paretotune.errors import UserError
 
 
@@ -29,17 +28,22 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from paretotune.campaign.load import load_campaign
+    from paretotune.campaign.user_code import check_findable
+
+    campaign = load_campaign(args.config)  # a bad campaign file is refused before torch, Triton or pandas load
+    if args.seed is not None:
+        if not 0 <= args.seed < 2**32:
+            raise UserError(f"--seed: {args.seed} is outside [0, 2^32)")
+        campaign = campaign.with_seed(args.seed)
+    check_findable(campaign)
+
     from paretotune.campaign.acf_check import check_toolchain
     from paretotune.runner.session import process_age_s, resume_run, start_and_execute
     from paretotune.runner.start import default_run_dir
     from paretotune.store.run_dir import META
     from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 
-    campaign = load_campaign(args.config)
-    if args.seed is not None:
-        if not 0 <= args.seed < 2**32:
-            raise UserError(f"--seed: {args.seed} is outside [0, 2^32)")
-        campaign = campaign.with_seed(args.seed)
     if args.resume:
         if args.out is None:
             raise UserError("--resume needs --out RUN_DIR (the run to continue)")

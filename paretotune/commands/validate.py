@@ -11,9 +11,10 @@ import argparse
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is loaded when the command runs: --help answers at once
+    import pandas as pd
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -51,17 +51,20 @@ def helion_view(campaign: Any) -> HelionView | None:
     is imported in a child first, as ``run`` does (:func:`~paretotune.campaign.trial_import.trial_imports`)."""
     import sys
 
+    from paretotune.campaign.resolve import captured_context
     from paretotune.campaign.trial_import import trial_imports
-    from paretotune.campaign.user_code import check_files, import_object, named_code
+    from paretotune.campaign.user_code import add_program_path, check_files, import_object, named_code
     from paretotune.kernels.helion import HelionKernel, import_helion
     from paretotune.kernels.helion_heuristic import find_heuristic
 
     spec = campaign.spec.kernel
     where = f"{campaign.path}: kernel"
-    codes = named_code(spec, campaign.path.parent, str(campaign.path))
+    module, program_path = captured_context(campaign)
+    add_program_path(program_path)
+    codes = named_code(spec, campaign.path.parent, str(campaign.path), module)
     check_files(codes)
     trial_imports([c for c in codes if c.is_file or c.target not in sys.modules])
-    obj = import_object(spec.source, campaign.path.parent, f"{where}.source")
+    obj = import_object(spec.source, campaign.path.parent, f"{where}.source", module=module)
     helion = import_helion()
     if spec.inputs is not None and isinstance(obj, helion.Kernel):
         factory = import_object(spec.inputs, campaign.path.parent, f"{where}.inputs")

@@ -58,6 +58,11 @@ def _figure_class() -> Any:
     return require("matplotlib.figure", "report", "PNG output", instead="pass --no-png").Figure
 
 
+def require_matplotlib() -> None:
+    """The one-line error for missing matplotlib now, before a caller makes any folder or file."""
+    _figure_class()
+
+
 def _pairs(new_figure: Any, pairs: list[PairPlot]) -> Any:
     n = len(pairs)
     cols = min(n, 3)

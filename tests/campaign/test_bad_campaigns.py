@@ -68,7 +68,7 @@ TABLE: dict[str, str] = {
     "evaluation_workers_zero": r"evaluation\.workers: Input should be greater than or equal to 1",
     "evaluation_timeout_negative": r"evaluation\.compile_timeout_s: Input should be greater than 0",
     "evaluation_device_not_cuda": r"evaluation\.device: 'gpu0' is not a CUDA device",
-    "evaluation_timing_unknown": r"evaluation\.timing: Input should be .auto., .events. or .cudagraph.",
+    "evaluation_timing_unknown": r"evaluation\.timing: Input should be .auto., .events., .cudagraph. or .cupti.",
     "execution_backend_unknown": r"execution\.backend: Input should be 'local' or 'ray'",
     "seed_not_an_integer": r"seed: Input should be a valid integer",
     "name_empty": r"name: String should have at least 1 character",

@@ -89,8 +89,10 @@ def test_the_server_refuses_a_captured_campaign(tmp_path: Path) -> None:
     assert caught.value.field == "kernel.captured"
 
 
-def test_a_program_that_fails_keeps_its_exit_code_and_its_record(tmp_path: Path) -> None:
+def test_a_program_that_fails_keeps_its_exit_code_and_its_record(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The program's uncaught exception is its own (exit code 1, its traceback); the capture is still saved."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # a capture on a CPU (the program has no kernel)
     script = tmp_path / "p.py"
     script.write_text("import sys\nprint('working', sys.argv[1:])\nraise RuntimeError('boom')\n")
     assert main(["capture", "--out", str(tmp_path / "cap"), "--", "python", str(script), "a", "b"]) == 1

@@ -73,7 +73,8 @@ def test_kernels_are_ranked_by_time_with_calls_and_signatures(captured: dict[str
 
 def test_kernels_it_cannot_describe_are_listed_with_the_reason(captured: dict[str, Any]) -> None:
     by_name = {r["kernel"]: r for r in captured["summary"]["kernels"]}
-    assert by_name["double"]["campaign"] is None and "defined inside a function" in by_name["double"]["skipped"]
+    assert by_name["double"]["campaign"] is None
+    assert "defined inside local_kernel_op() as local_kernel_op.<locals>.double" in by_name["double"]["skipped"]
     assert by_name["double"]["calls"] == 2  # two kernel objects made by two calls of the function: one row
     assert by_name["negate"]["campaign"] is None and "enable_fp_fusion=False" in by_name["negate"]["skipped"]
     made = {r["kernel"] for r in captured["summary"]["kernels"] if r["campaign"]}
@@ -108,10 +109,16 @@ def test_the_baseline_is_what_the_program_launched(captured: dict[str, Any]) -> 
     assert relu["config"] == {} and relu["launches"][0]["config"] == {"BLOCK": 512}  # BLOCK is the heuristic's
 
 
-def test_campaign_sources_name_modules_when_importable_and_files_otherwise(captured: dict[str, Any]) -> None:
+def test_campaign_sources_name_kernel_files(captured: dict[str, Any]) -> None:
+    """By file and name, a library's kernel (on PYTHONPATH) as the program's own; a file that shares no folder
+    with the capture's but the root by its absolute path."""
     out = captured["out"]
     scale_add = yaml.safe_load((out / "scale_add.yaml").read_text())
-    assert scale_add["kernel"] == {"source": "capkernels.ops:scale_add", "captured": "calls/scale_add.json"}
+    where, _, name = scale_add["kernel"]["source"].rpartition(":")
+    library = PROGRAMS / "lib" / "capkernels" / "ops.py"
+    assert (out / where).resolve() == library and name == "scale_add"
+    assert Path(where).is_absolute() == (os.path.commonpath([library, out.resolve()]) == os.sep)
+    assert scale_add["kernel"]["captured"] == "calls/scale_add.json"
     assert [s["captured"] for s in scale_add["shapes"]] == [s["id"] for s in
                                                             captured["kernels"]["scale_add"]["signatures"]]
     square = yaml.safe_load((out / "square.yaml").read_text())["kernel"]["source"]
