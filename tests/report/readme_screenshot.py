@@ -17,16 +17,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.browsers import find_browser
+
 REPO = Path(__file__).resolve().parents[2]
 PICTURE = REPO / "docs" / "img" / "quickstart-front.png"
 RECORD = PICTURE.with_suffix(".json")
 WINDOW = (1200, 1000)  # the first screen: the summary and the first trade-off plot
 HEADER_PX = 110  # the run's folder and creation time: differ per run, left out of comparisons
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-
-
-def browser() -> str | None:
-    return next((p for p in map(shutil.which, BROWSERS) if p), None)
 
 
 def quickstart_report(folder: Path) -> Path:
@@ -89,7 +86,7 @@ def distance(a: Path, b: Path) -> float:
 
 
 def main() -> int:
-    chromium = browser()
+    chromium = find_browser()
     if chromium is None:
         print("no Chromium on PATH: bash .ci/install-chromium.sh", file=sys.stderr)
         return 2

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,24 +16,16 @@ from pathlib import Path
 import pytest
 
 from paretotune.cli import main as cli_main
+from tests.browsers import chromium
 from paretotune.report import load_report_data
 from paretotune.store import RunDir
 
 from .conftest import two_shape_run, validation_frame
 
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 CONSOLE = re.compile(r":CONSOLE(?::\d+)?\] \"(?P<message>.*)\", source: (?P<source>.*)$")
 # software WebGL in a GPU-less headless browser: performance notices from the GL driver, not page errors
 HARMLESS = re.compile(r"^\[\.WebGL-0x[0-9a-f]+\]GL Driver Message \(OpenGL, Performance, ")
 FIGURE = re.compile(r'<figure class="plot" data-plot="([^"]+)">(.*?)</figure>', re.DOTALL)
-
-
-def chromium() -> str:
-    for name in BROWSERS:
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.skip("headless Chromium not installed (Debian: apt-get install chromium; .ci/install-chromium.sh)")
 
 
 @dataclass(frozen=True)

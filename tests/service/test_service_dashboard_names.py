@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Callable
 from html.parser import HTMLParser
@@ -20,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.browsers import chromium
 from tests.service.conftest import Server, small_campaign
 
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 # name -> the marker it appends to document.title when it runs as markup ("" : inert through innerHTML, which
 # never runs <script>, so only the DOM check below covers it)
 PAYLOADS = {
@@ -36,14 +35,6 @@ PAYLOADS = {
     "<script>document.title+='|script'": "",
     "&lt;img src=x onerror=\"document.title+='|entity'\"&gt;": "",  # escaped once must not become markup
 }
-
-
-def chromium() -> str:
-    for name in BROWSERS:
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.skip("headless Chromium not installed (Debian: apt-get install chromium; .ci/install-chromium.sh)")
 
 
 def dump_dom(url: str, home: Path) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.browsers import chromium
 from tests.service.conftest import Server, group_alive, small_campaign
 
 FINAL = {"done", "failed", "cancelled"}
@@ -108,14 +108,9 @@ def test_sigkill_server_mid_campaign_then_restart_resumes(start_server: Callable
     assert st["progress"]["evaluated"] == budget
 
 
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-
-
 def test_dashboard_draws_the_plot_in_headless_chromium(module_server: Server, tmp_path: Path) -> None:
     """Runs after the test above (same server): the finished quickstart's points appear in the page's SVG."""
-    browser = next((shutil.which(b) for b in BROWSERS if shutil.which(b)), None)
-    if browser is None:
-        pytest.skip("headless Chromium not installed (Debian: apt-get install chromium)")
+    browser = chromium()
     done = [c for c in module_server.client.get("/campaigns").json()["campaigns"] if c["status"] == "done"]
     assert done, "needs the finished campaign of test_submit_poll_front_artifact_cancel"
     env = dict(os.environ, HOME=str(tmp_path))
