@@ -187,8 +187,9 @@ def test_acf_paths_get_one_answer_whether_or_not_they_exist(client: TestClient) 
     ({"shapes": [{"name": f"s{i}", "M": 64, "N": 128, "dtype": "float16"} for i in range(3)],
       "search__pool_size": 30}, "shapes",
      "limit of 2 (serve --max-shapes)"),
-    ({"evaluation__compile_timeout_s": 1e9}, "evaluation.compile_timeout_s", "(serve --max-timeout-s)"),
-    ({"search__wall_clock_s": 1e9}, "search.wall_clock_s", "(serve --max-wall-clock-s)"),
+    # within the schema's bounds (a day, a week), over the server's default limits (600 s, a day)
+    ({"evaluation__compile_timeout_s": 3600}, "evaluation.compile_timeout_s", "(serve --max-timeout-s)"),
+    ({"search__wall_clock_s": 2 * 86400}, "search.wall_clock_s", "(serve --max-wall-clock-s)"),
     ({"evaluation__gpu_spares": 8}, "evaluation.gpu_spares", "limit of 3"),
     ({"name": "n" * 60}, "name", "60 characters is over this server's limit of 50 (serve --max-name-chars)"),
 ])
