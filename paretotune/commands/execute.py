@@ -57,8 +57,8 @@ def _summary(decisions: list[dict[str, object]], verbose: bool) -> list[str]:
     for d in decisions:
         what = f"applied {d['acf']}" if d.get("acf") else f"skipped: {d.get('reason')}"
         if verbose or str(d.get("reason", "")).startswith("refused"):
-            lines.append(f"paretotune exec: {d.get('kernel', '?')} ({d.get('arch')}, ptx {str(d.get('ptx_sha256'))[:12]}): "
-                         + what)
+            build = f"{d.get('kernel', '?')} ({d.get('arch')}, ptx {str(d.get('ptx_sha256'))[:12]})"
+            lines.append(f"paretotune exec: {build}: {what}")
     if verbose:
         applied = sum(1 for d in decisions if d.get("acf"))
         lines.append(f"paretotune exec: {applied} of {len(decisions)} kernel builds got a shipped ACF")
