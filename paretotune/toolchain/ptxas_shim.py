@@ -86,8 +86,8 @@ def choose(acfs_dir: Path, key: str, arch: str, ptxas_version: str) -> tuple[Pat
     if not same:
         found = ", ".join(sorted({str(e.get("ptxas_version")) for e in same_arch}))
         return None, f"other ptxas version (entry for {found}, ptxas is {ptxas_version})"
-    name = str(same[0].get("acf"))
-    acf = acfs_dir / Path(name).name
+    name = Path(str(same[0].get("acf"))).name
+    acf = acfs_dir / name if (acfs_dir / name).is_file() else acfs_dir / "acf" / name  # ship puts them in acf/
     if not acf.is_file():
         return None, f"refused: ACF {name} is missing"
     if hashlib.sha256(acf.read_bytes()).hexdigest() + ".acf" != acf.name:

@@ -4,7 +4,7 @@ The folder, as data::
 
     acfs.json  {"format": 1, "entries": [{"ptx_sha256": "<64 hex>", "arch": "sm_90a", "ptxas_version": "13.3.73",
                  "acf": "<sha256 of the ACF>.acf", "kernel": "<PTX entry name>", "evidence": {...}}, ...]}
-    <sha256>.acf  the ACF bytes, named by their content hash
+    <sha256>.acf  the ACF bytes, named by their content hash (or acf/<sha256>.acf: ``paretotune ship``'s layout)
 
 An entry applies to a ptxas build only when all three of its key fields match: the PTX's hash
 (:func:`~paretotune.toolchain.ptxas_shim.ptx_key`: source, specialisation, constexprs, num_warps all end up in
@@ -81,7 +81,8 @@ def add_entry(folder: Path, *, ptx: str, arch: str, ptxas_version: str, acf: byt
     folder.mkdir(parents=True, exist_ok=True)
     entries = load_index(folder) if (folder / INDEX).exists() else []
     name = hashlib.sha256(acf).hexdigest() + ".acf"
-    if not (folder / name).is_file() or (folder / name).read_bytes() != acf:
+    have = [p for p in (folder / name, folder / "acf" / name) if p.is_file() and p.read_bytes() == acf]
+    if not have:
         atomic_write(folder / name, acf)
     entry: dict[str, Any] = {"ptx_sha256": ptx_key(ptx), "arch": arch, "ptxas_version": ptxas_version, "acf": name,
                              "kernel": kernel_name(ptx)}
