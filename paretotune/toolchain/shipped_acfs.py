@@ -139,8 +139,10 @@ def shipped_environment(folder: Path, log: Path | None = None) -> ShippedEnviron
     wrapper = root / "ptxas"
     if not wrapper.is_file() or wrapper.read_text() != text:
         atomic_write(wrapper, text, mode=0o755)
+    # PARETOTUNE_PTXAS: a paretotune run started inside the program finds the real ptxas, not the wrapper (its
+    # baseline builds must not get shipped ACFs)
     env = {"TRITON_PTXAS_PATH": str(wrapper), "TRITON_PTXAS_BLACKWELL_PATH": str(wrapper),
-           "TRITON_CACHE_DIR": str(cache_dir)}
+           "TRITON_CACHE_DIR": str(cache_dir), "PARETOTUNE_PTXAS": str(ptxas.path)}
     if log is not None:
         env[ptxas_shim.LOG_ENV] = str(log)
     return ShippedEnvironment(env=env, wrapper=wrapper, cache_dir=cache_dir)

@@ -187,3 +187,17 @@ def test_exec_builds_in_a_triton_cache_of_its_own(tmp_path: Path) -> None:
     assert built[spec]["text"] == plain[f"{spec}:{ACF_A}"]["text"]
     _, after = _program(tmp_path, [spec], TRITON_CACHE_DIR_FIXED=str(cache))
     assert after[spec]["text"] == plain[spec]["text"]
+
+
+def test_exec_refuses_a_program_it_cannot_start_and_passes_on_a_signal(tmp_path: Path) -> None:
+    spec = f"{KERNELS}:add:1024:90"
+    _, plain = _program(tmp_path, [spec])
+    shipped = tmp_path / "shipped"
+    add_entry(shipped, ptx=plain[spec]["ptx"], arch="sm_90a", ptxas_version=find_ptxas().version,
+              acf=ACF_A.read_bytes())
+    missing = subprocess.run([*_exec(shipped), str(tmp_path / "no-such-program")], env=_env(tmp_path),
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "command not found" in missing.stderr
+    killed = subprocess.run([*_exec(shipped), sys.executable, "-c", "import os, signal; os.kill(os.getpid(), 9)"],
+                            env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+    assert killed.returncode == 128 + 9, killed.stderr
