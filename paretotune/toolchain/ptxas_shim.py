@@ -7,8 +7,9 @@ to a temporary ``.ptx`` file and runs ``[knobs.nvidia.ptxas(_blackwell).path, ..
 on every compile. That is the one point where every Triton kernel (Helion's too) passes, in every process of the
 tree (the variables are inherited), as final PTX: after the source, the signature's specialisation, the
 constexprs and num_warps/num_stages are all baked in, so the PTX text itself is the kernel's fingerprint. The
-other levers see less: ``ptx_options`` is per launch (needs the program's source), and the stages-inspection
-hook is one process's Python state that a subprocess or a worker pool does not inherit.
+other levers see less: ``ptx_options`` is per launch (needs the program's source), ``$PTXAS_OPTIONS`` gives one
+option string to every kernel alike, and the stages-inspection hook (``knobs.runtime``) is one process's Python
+state that a subprocess or a worker pool does not inherit.
 
 Run as ``python -I ptxas_shim.py ARGS`` (stdlib only: it must start fast and cannot see the program's
 ``PYTHONPATH``), configured by the variables ``paretotune exec`` writes into its wrapper script. It never fails a
