@@ -2,8 +2,8 @@
 
 The public API: :func:`run` a campaign (a YAML file or a dict; kernels may be given as objects), then read the
 :class:`Run` (``results``, ``front()``, ``validate()``, ``report()``); :func:`capture` a program's kernel
-calls into one campaign per kernel. :class:`TritonKernel` and
-:class:`HelionKernel` describe a kernel; :class:`UserError` is what bad input raises.
+calls into one campaign per kernel; :func:`shipped_acfs` applies shipped ACFs to a block's Triton builds.
+:class:`TritonKernel` and :class:`HelionKernel` describe a kernel; :class:`UserError` is what bad input raises.
 """
 from __future__ import annotations
 
@@ -15,17 +15,18 @@ from typing import TYPE_CHECKING, Any
 IMPORTED_AT = time.monotonic()
 
 __version__ = "0.1.0"
-__all__ = ["HelionKernel", "Run", "TritonKernel", "UserError", "capture", "open_run", "run"]
+__all__ = ["HelionKernel", "Run", "TritonKernel", "UserError", "capture", "open_run", "run", "shipped_acfs"]
 
 if TYPE_CHECKING:
     from paretotune.api import Run, capture, open_run, run
     from paretotune.errors import UserError
     from paretotune.kernels.helion import HelionKernel
     from paretotune.kernels.triton import TritonKernel
+    from paretotune.toolchain.shipped_acfs import shipped_acfs
 
 _WHERE = {"Run": "paretotune.api", "run": "paretotune.api", "open_run": "paretotune.api", "capture": "paretotune.api",
           "UserError": "paretotune.errors", "TritonKernel": "paretotune.kernels.triton",
-          "HelionKernel": "paretotune.kernels.helion"}
+          "HelionKernel": "paretotune.kernels.helion", "shipped_acfs": "paretotune.toolchain.shipped_acfs"}
 
 
 def __getattr__(name: str) -> Any:

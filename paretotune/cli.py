@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "serve": "serve",
     "capture": "capture",
     "ship": "ship",
+    "exec": "execute",
 }
 
 

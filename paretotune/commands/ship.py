@@ -4,7 +4,8 @@ For a Helion AOT kernel: ``DIR/_helion_aot_<file>_cuda_sm90.py`` (the kernel's c
 override of ``autotune_<kernel>`` for each bucket whose winner cleared its noise floor on every campaign shape of
 the bucket and passed its re-check) plus ``DIR/acf/<sha256>.acf``; drop both beside the kernel or point
 ``HELION_HEURISTIC_DIR`` at DIR. For a Triton kernel: ``DIR/<kernel>_launch.py``, a launch-options table keyed like
-the kernel's autotuner key. ``DIR/ship.json`` holds the same decisions as data.
+the kernel's autotuner key, and ``DIR/acfs.json``, the winners' PTX hashes keyed to their ACFs, for ``paretotune
+exec --acfs DIR -- PROGRAM`` (the program's own source unchanged). ``DIR/ship.json`` holds the same decisions as data.
 """
 from __future__ import annotations
 
@@ -34,4 +35,7 @@ def main(args: argparse.Namespace) -> int:
             print(f"bucket {choice.bucket!r} ({shapes}): candidate {choice.winner}")
     print(f"\n{shipped.changed} of {len(shipped.choices)} buckets changed; wrote {shipped.module}"
           + (f" and {len(shipped.acfs)} ACF(s) in {shipped.out / 'acf'}" if shipped.acfs else ""))
+    if shipped.summary.get("exec_entries"):
+        print(f"{shipped.summary['exec_entries']} kernel build(s) in {shipped.out / 'acfs.json'}: "
+              f"paretotune exec --acfs {shipped.out} -- PROGRAM applies them without a source change")
     return 0

@@ -59,3 +59,10 @@ def test_python_dash_m_paretotune_is_the_command_line(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "paretotune", "capture", "--help"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.startswith("usage: paretotune capture"), done.stderr
+
+
+def test_exec_refuses_a_missing_shipped_folder_before_any_heavy_library_loads(tmp_path: Path) -> None:
+    done, names = _imported(["exec", "--acfs", str(tmp_path / "absent"), "--", sys.executable, "-c", "pass"], tmp_path)
+    errors = [line for line in done.stderr.splitlines() if not line.startswith("import time:")]
+    assert done.returncode == 2 and len(errors) == 1 and "no such folder" in errors[0], errors
+    assert not names & set(HEAVY), sorted(names & set(HEAVY))

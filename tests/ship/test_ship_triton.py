@@ -62,3 +62,61 @@ def test_a_triton_kernel_ships_a_launch_table(triton_run: Path, tmp_path: Path) 
     assert table.launch_kwargs(1, 2, "float16") is None  # a key the campaign never measured
     text = shipped.module.read_text()
     assert "triton.Config carries no ptx_options" in text and "CHANGED to candidate" in text
+
+
+def test_a_triton_ship_folder_applies_its_acf_under_exec(triton_run: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ship`` also writes ``acfs.json``: the winner's PTX keyed to its ACF, so ``paretotune exec --acfs OUT``
+    (here its context manager) gives the kernel, launched with the plain config and no ``ptx_options``, the
+    machine code of the ACF build."""
+    import json
+    import shutil
+
+    from paretotune import shipped_acfs
+    from paretotune.campaign.resolve import make_adapter
+    from paretotune.execution.ship_files import stored_campaign
+    from paretotune.kernels.triton import split_config
+    from paretotune.kernels.triton_jit import compile_like_jit
+    from paretotune.toolchain.ptxas_shim import ptx_key
+    from paretotune.toolchain.shipped_acfs import load_index
+    from tests.toolchain.shipped_program import text_section
+
+    run = Path(shutil.copytree(triton_run, tmp_path / "run"))
+    results = RunDir(run).results()
+    cand = int(results[(results["status"] == "ok") & results["acf"].astype(bool)]["candidate_id"].iloc[0])
+    validate_run(run, candidates=[cand], top=1, rounds=20, rep_ms=1, warmup_ms=1, alpha=0.01, min_effect=0.5,
+                 measure=measure({cand: 0.95}), recheck=recheck)
+    export_for_triton(find_ptxas())
+    shipped = ship_run(run, tmp_path / "ship")
+    row = results.set_index("candidate_id").loc[cand]
+    campaign = stored_campaign(RunDir(run))
+    adapter = getattr(make_adapter(campaign), "inner", make_adapter(campaign))
+    shape = next(s for s in campaign.shapes if s.label == "wide")
+    config = json.loads(row["config"])
+    entries = load_index(shipped.out)
+    assert shipped.summary["exec_entries"] == len(entries) == 1
+    assert entries[0]["ptx_sha256"] == ptx_key(adapter.compile_ptx(config, shape, campaign.target).ptx)
+    assert entries[0]["acf"] == f"{row['acf']}.acf" and entries[0]["arch"] == "sm_90a"
+    assert entries[0]["ptxas_version"] == find_ptxas().version and entries[0]["evidence"]["run_candidate"] == cand
+
+    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+    monkeypatch.setenv("PARETOTUNE_EXEC_CACHE", str(tmp_path / "exec-cache"))
+
+    def machine_code(acf: Path | None) -> bytes:
+        resolved = adapter._resolve(config, shape)
+        launch, _ = split_config(resolved)
+        if acf is not None:
+            launch["ptx_options"] = f"--apply-controls {acf}"
+        named = adapter.named_args(adapter.make_inputs(shape, "meta", 0), shape, resolved)
+        compiled = compile_like_jit(adapter.parts.jit, [named[p.name] for p in adapter.parts.jit.params], launch,
+                                    campaign.target)
+        return text_section(compiled.asm["cubin"], compiled.name)
+
+    with_acf = machine_code(shipped.out / "acf" / entries[0]["acf"])
+    plain_build = machine_code(None)
+    log = tmp_path / "decisions.jsonl"
+    with shipped_acfs(shipped.out, log):
+        got = machine_code(None)
+    assert got == with_acf
+    assert [json.loads(line)["acf"] for line in log.read_text().splitlines()] == [entries[0]["acf"]]
+    assert machine_code(None) == plain_build  # after the block, plain builds again
