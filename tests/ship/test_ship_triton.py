@@ -38,7 +38,8 @@ def recheck(run: RunDir, jobs: list[dict[str, Any]]) -> dict[str, Any]:
                         "bit_identical": True} for j in jobs]}
 
 
-def test_a_triton_kernel_ships_a_launch_table(triton_run: Path, tmp_path: Path) -> None:
+def validated_and_shipped(triton_run: Path, tmp_path: Path) -> tuple[Path, Any, int, Any]:
+    """A copy of the run, its first ok ACF candidate validated as a 0.95x-time winner, and ``ship``'s result."""
     import shutil
 
     run = Path(shutil.copytree(triton_run, tmp_path / "run"))
@@ -47,7 +48,11 @@ def test_a_triton_kernel_ships_a_launch_table(triton_run: Path, tmp_path: Path) 
     validate_run(run, candidates=[cand], top=1, rounds=20, rep_ms=1, warmup_ms=1, alpha=0.01, min_effect=0.5,
                  measure=measure({cand: 0.95}), recheck=recheck)
     export_for_triton(find_ptxas())
-    shipped = ship_run(run, tmp_path / "ship")
+    return run, results, cand, ship_run(run, tmp_path / "ship")
+
+
+def test_a_triton_kernel_ships_a_launch_table(triton_run: Path, tmp_path: Path) -> None:
+    run, results, cand, shipped = validated_and_shipped(triton_run, tmp_path)
     assert shipped.changed == 1 and shipped.module.name == "softmax_kernel_launch.py"
     table = import_module(shipped.module)
     assert table.KEY == ("M", "N", "dtype")
@@ -70,7 +75,6 @@ def test_a_triton_ship_folder_applies_its_acf_under_exec(triton_run: Path, tmp_p
     (here its context manager) gives the kernel, launched with the plain config and no ``ptx_options``, the
     machine code of the ACF build."""
     import json
-    import shutil
 
     from paretotune import shipped_acfs
     from paretotune.campaign.resolve import make_adapter
@@ -81,13 +85,7 @@ def test_a_triton_ship_folder_applies_its_acf_under_exec(triton_run: Path, tmp_p
     from paretotune.toolchain.shipped_acfs import load_index
     from tests.toolchain.shipped_program import text_section
 
-    run = Path(shutil.copytree(triton_run, tmp_path / "run"))
-    results = RunDir(run).results()
-    cand = int(results[(results["status"] == "ok") & results["acf"].astype(bool)]["candidate_id"].iloc[0])
-    validate_run(run, candidates=[cand], top=1, rounds=20, rep_ms=1, warmup_ms=1, alpha=0.01, min_effect=0.5,
-                 measure=measure({cand: 0.95}), recheck=recheck)
-    export_for_triton(find_ptxas())
-    shipped = ship_run(run, tmp_path / "ship")
+    run, results, cand, shipped = validated_and_shipped(triton_run, tmp_path)
     row = results.set_index("candidate_id").loc[cand]
     campaign = stored_campaign(RunDir(run))
     adapter = getattr(make_adapter(campaign), "inner", make_adapter(campaign))
