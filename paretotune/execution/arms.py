@@ -243,7 +243,7 @@ def choose_clock(arms: ShapeArms, setting: TimingSetting, timer: Timer) -> tuple
     try:
         first = arms.time(arms.baseline, timer, "cupti")
     except ClockUnavailable as exc:
-        return _graphs_or_events(arms, timer, f"CUPTI recorded no kernel time ({exc})")
+        return _graphs_or_events(arms, timer, f"CUPTI could not time the call ({exc})")
     method = choose_method("auto", first.median_ms)
     if method == "cupti":
         return "cupti", f"GPU time (CUPTI) {first.median_ms * 1000:.1f} us per call, at least the short-call bound"
