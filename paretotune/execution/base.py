@@ -79,11 +79,13 @@ def phase_limits(evaluation: Any, baseline: TrialRecord | None,
             longest[kind] = max(longest.get(kind, 0.0), float(seconds))
     if not longest:
         return None
-    floors = {"gpu": GPU_WAIT_FLOOR_S, "timing": TIMING_FLOOR_S}
-    limits = {kind: scaled_limit(factor, longest.get(kind, 0.0) or floor / factor, floor, evaluation.measure_timeout_s)
-              for kind, floor in floors.items()}
+    def limit(times: float, seconds: float, floor: float) -> float:
+        return float(min(evaluation.measure_timeout_s, round(max(floor, times * seconds), 1)))
+
+    limits = {"gpu": limit(factor, longest.get("gpu", 0.0), GPU_WAIT_FLOOR_S),
+              "timing": limit(factor, longest.get("timing", 0.0), TIMING_FLOOR_S)}
     if longest.get("build"):
-        limits["build"] = scaled_limit(BUILD_VS_BASELINE, longest["build"], BUILD_FLOOR_S, evaluation.measure_timeout_s)
+        limits["build"] = limit(BUILD_VS_BASELINE, longest["build"], BUILD_FLOOR_S)
     return limits
 
 

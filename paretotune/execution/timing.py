@@ -5,9 +5,9 @@ so a candidate is timed right next to a fresh baseline measurement (an A/B pair)
 neighbour is comparable across the run.
 
 The ranking clock never includes the host. ``events`` (``do_bench``: an event pair around each launch) counts
-whatever the host does between the two events: with CPU load beside a short Helion call it moved a speedup by
-up to 74 % and reordered configs (benchmarks/results, clock under load), while two GPU-side clocks held within
-about 1 %. So ``auto`` ranks with one of those:
+whatever the host does between the two events, so CPU load beside a short call moves its speedups; the two
+GPU-side clocks do not see the host (``benchmarks/bench_clock_under_load.py`` measures all three). So ``auto``
+ranks with one of those:
 
 - ``cudagraph``: ``do_bench_cudagraph`` captures many launches in one CUDA graph and times its replays (warm L2,
   launches back to back as in a model's forward pass): for short calls, under :data:`SHORT_KERNEL_MS` of GPU time;
@@ -34,7 +34,7 @@ GPU_CLOCKS: tuple[TimingMethod, ...] = ("cudagraph", "cupti")  # the methods no 
 SHORT_KERNEL_MS = 0.05  # below this GPU time (a first CUPTI median), ``auto`` times with CUDA graphs
 GRAPH_REPLAYS = 10  # do_bench_cudagraph (triton 3.x) times this many replays of its graph
 CUPTI_MAX_CALLS = 400  # per timing: enough for a median, and the profiler's trace stays small to read
-CUPTI_PROBE_CALLS = 20  # the first timing of a shape's baseline, which picks the method
+CUPTI_PROBE_CALLS = 20  # the fewest calls a CUPTI timing profiles (a long call's rep_ms may fit fewer)
 HOST_COST_CALLS = 20  # launches per host-cost round (far below the launch queue's depth)
 HOST_COST_ROUNDS = 5
 HOST_COST_MAX_S = 0.25  # no more rounds after this: a candidate far slower on the GPU waits out each round's sync
