@@ -71,6 +71,11 @@ class FakeEvaluator:
         if not c.is_baseline and h % 7 == 0:
             return TrialRecord(candidate_id=c.candidate_id, generation=c.generation, config=c.config, acf=c.acf,
                                is_baseline=c.is_baseline, status="failed", error="fake: ptxas exited 1")
+        return self.measured(c)
+
+    def measured(self, c: Candidate) -> TrialRecord:
+        """The candidate measured: values from its digest, never a failure."""
+        h = self.digest(c)
         values = {"spill_bytes": float(h % 5) * 64, "registers": float(32 + h % 200),
                   "theoretical_occupancy": float(12.5 * (1 + (h >> 8) % 8))}
         return TrialRecord(candidate_id=c.candidate_id, generation=c.generation, config=c.config, acf=c.acf,
