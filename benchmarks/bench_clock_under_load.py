@@ -7,10 +7,10 @@ A tuner's ranking is only as good as its clock. Each config's speedup over the k
 - ``cudagraph``: replays of a CUDA graph of the call (warm L2, launches back to back);
 - ``cupti``: each call's kernel time as CUPTI records it (torch.profiler), L2 flushed;
 - ``search``: the clock the search and validation pick for the shape (``evaluation.timing: auto``), by the same
-  code they run (``paretotune.execution.arms.open_shape``);
+  code they run (``paretotune.measure.arms.open_shape``);
 
 first with the host idle, then with ``--burners`` processes spinning on the CPU (as the build workers load it
-during a search). Host cost per call (``paretotune.execution.timing.host_cost``) is recorded beside, idle and
+during a search). Host cost per call (``paretotune.measure.timing.host_cost``) is recorded beside, idle and
 loaded. Writes OUT/clock_under_load.json: per clock, each config's median speedup idle and loaded and
 ``max_speedup_change_pct`` (the largest change of any config's speedup between idle and loaded).
 
@@ -68,7 +68,7 @@ def measure(arms: Any, bound: dict[str, Any], rounds: int, warmup_ms: float, rep
             seed: int) -> dict[str, Any]:
     """Per clock, per config: the median over rounds of baseline / config time (each round's own baseline
     timing, taken in the same shuffled round); host cost per call per config."""
-    from paretotune.execution.timing import HOST, gpu_timer
+    from paretotune.measure.timing import HOST, gpu_timer
 
     timer = gpu_timer(warmup_ms, rep_ms)
     rng = random.Random(seed)
@@ -133,8 +133,8 @@ def main() -> int:
         return 0
     import torch
 
-    from paretotune.execution.arms import open_shape
-    from paretotune.execution.timing import gpu_timer
+    from paretotune.measure.arms import open_shape
+    from paretotune.measure.timing import gpu_timer
 
     result["versions"] = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0)}
     arms = open_shape(adapter, shape, "cuda:0", 12345, "auto", gpu_timer(args.warmup_ms, args.rep_ms))

@@ -2,7 +2,7 @@
 
 For each kernel, a baseline-only campaign is validated ``--repeats`` times (each time: ``--rounds`` interleaved
 rounds of the baseline and the control) through the product's own validate worker
-(:func:`paretotune.execution.validate_worker.validate_in_process`), alternating two buffer modes:
+(:func:`paretotune.validate.worker.validate_in_process`), alternating two buffer modes:
 
 - ``shared``: the baseline and the control are timed on the same input/output tensors (what search and
   ``validate`` do now);
@@ -123,7 +123,7 @@ def main() -> int:
                     help="no new run starts after this many seconds (each kernel gets its share)")
     args = ap.parse_args()
 
-    from paretotune.execution.validate_worker import validate_in_process
+    from paretotune.validate.worker import validate_in_process
     from paretotune.toolchain.ptxas import find_ptxas
 
     names = [k for k in args.kernels.split(",") if k]

@@ -34,8 +34,8 @@ def one(mode: str, folder: Path) -> dict[str, float]:
     """In this (fresh) process: first result of a new pool, then of the same pool after a kill."""
     from paretotune.campaign.load import load_campaign
     from paretotune.campaign.resolve import make_adapter
-    from paretotune.execution import pool
-    from paretotune.execution.static_job import WorkerContext, evaluate_static, init_worker
+    from paretotune.build import pool
+    from paretotune.build.static_job import WorkerContext, evaluate_static, init_worker
     from paretotune.records import Candidate
     from paretotune.toolchain.ptxas import find_ptxas
 
@@ -76,7 +76,7 @@ def main() -> None:
 
     from paretotune.campaign.load import load_campaign
     from paretotune.campaign.resolve import make_adapter
-    from paretotune.execution.pool import preload_modules
+    from paretotune.build.pool import preload_modules
 
     with tempfile.TemporaryDirectory() as tmp:  # what this machine's campaign process would preload
         (Path(tmp) / "c.yaml").write_text(textwrap.dedent(CAMPAIGN))

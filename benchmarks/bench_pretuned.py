@@ -49,7 +49,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from paretotune.execution.base import CUT_PREFIX  # noqa: E402
+from paretotune.build.base import CUT_PREFIX  # noqa: E402
 from paretotune.kernels.workloads import TOLERANCES, WORKLOAD_SHAPES, WORKLOAD_SOURCES  # noqa: E402
 
 STARTUP_S = 40.0  # a CLI campaign's fixed cost on the H200 host: imports, worker start-up, baseline

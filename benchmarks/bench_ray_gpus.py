@@ -103,7 +103,7 @@ def child(backend: str, campaign_path: Path, run_dir: Path, out: Path) -> None:
     if backend == "ray":
         import ray
 
-        from paretotune.execution.ray.session import connect_ray
+        from paretotune.cluster.session import connect_ray
 
         t = time.perf_counter()
         session = connect_ray("local", local_cpus=campaign.spec.evaluation.workers)

@@ -141,7 +141,7 @@ def _tensors(args: tuple[Any, ...]) -> list[Any]:
 
 
 def _outputs(result: Any, args: tuple[Any, ...], written: list[int]) -> list[Any]:
-    from paretotune.execution.arms import tensor_leaves
+    from paretotune.measure.arms import tensor_leaves
 
     return [t.clone() for t in tensor_leaves(result)] + [_tensors(args)[i].clone() for i in written]
 
@@ -155,9 +155,9 @@ def retime(kernel: str, workloads: Path, ship_dir: Path, out: Path, rounds: int,
     os.environ.pop("HELION_HEURISTIC_DIR", None)  # each copy's own file, found beside it
     import torch
 
-    from paretotune.execution.arms import written_by
-    from paretotune.execution.recheck import identical
-    from paretotune.execution.timing import bench, check_output
+    from paretotune.measure.arms import written_by
+    from paretotune.validate.recheck import identical
+    from paretotune.measure.timing import bench, check_output
     from paretotune.kernels import workloads as factories
     from paretotune.kernels.helion import import_helion
     from paretotune.pareto.stats import Thresholds, compare, judge_control
@@ -352,7 +352,7 @@ def check(kernels: list[str], workloads: Path, scratch: Path) -> int:
     """CPU: every campaign loads with its whole sweep, every bucket is computed, and each kernel copy resolves
     to the heuristic beside it through Helion's own lookup (the original standing in for the shipped file)."""
     from paretotune.campaign.load import campaign_from_text
-    from paretotune.execution.ship import helion_buckets, helion_view
+    from paretotune.ship.make import helion_buckets, helion_view
     from paretotune.kernels.helion_heuristic import find_heuristic
 
     for kernel in kernels:

@@ -85,7 +85,7 @@ class InProcessEvaluator:
     measures_on_gpu = False
 
     def __init__(self, campaign: Any, ptxas: Any, run: Any, objectives: Any = None) -> None:
-        from paretotune.execution.static_job import _STATE, WorkerContext, init_worker
+        from paretotune.build.static_job import _STATE, WorkerContext, init_worker
 
         init_worker(WorkerContext(campaign_path=str(campaign.path), campaign_text=campaign.text,
                                   ptxas_path=str(ptxas.path), ptxas_version=ptxas.version,
@@ -93,7 +93,7 @@ class InProcessEvaluator:
         _STATE["ptx_cache"] = self._ptx.setdefault(kernel_key(campaign), {})
 
     def stream(self, candidates: Any) -> Any:
-        from paretotune.execution.static_job import evaluate_static
+        from paretotune.build.static_job import evaluate_static
 
         return (evaluate_static(c) for c in candidates)
 
@@ -118,7 +118,7 @@ class KeptEvaluator:
     measures_on_gpu = True  # the evaluator it keeps measures on a GPU
 
     def __init__(self, campaign: Any, ptxas: Any, run: Any, objectives: Any) -> None:
-        from paretotune.execution.select import evaluator_for
+        from paretotune.runner.evaluator import evaluator_for
 
         key = kernel_key(campaign)
         if key not in self._kept:

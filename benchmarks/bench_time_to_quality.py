@@ -381,7 +381,7 @@ def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from paretotune.execution.validate_worker import CONTROL_ID, validate_in_process
+    from paretotune.validate.worker import CONTROL_ID, validate_in_process
     from paretotune.pareto.stats import compare, validate_front
     from paretotune.toolchain.ptxas import find_ptxas
 

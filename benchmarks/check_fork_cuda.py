@@ -1,7 +1,7 @@
 """Which imports leave a fork server unable to give CUDA to its children? (run on a GPU machine)
 
 For each preload list, a fork server imports the modules, forks a child, and the child initializes CUDA.
-paretotune's CPU pool preloads only modules that pass here (paretotune/execution/pool.py, HEAVY_MODULES).
+paretotune's CPU pool preloads only modules that pass here (paretotune/build/pool.py, HEAVY_MODULES).
 Usage: python benchmarks/check_fork_cuda.py --out fork_cuda.json
 """
 from __future__ import annotations

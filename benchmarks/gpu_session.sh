@@ -104,7 +104,7 @@ for step in "$@"; do
           --out "$OUTDIR/ablation_$p.json" ${ABLATION_ARGS:-} 2>&1 | tail -8
       done ;;
     ray)  # the Ray GPU test, then the Ray backend on every visible GPU vs the local backend on one (needs the full bundle, not benchmarks/slim_bundle.sh's)
-      log ray; TESTS_TIMEOUT=150 TEST_TIMEOUT=140 run_tests tests/execution/test_ray_backend.py _ray
+      log ray; TESTS_TIMEOUT=150 TEST_TIMEOUT=140 run_tests tests/cluster/test_ray_backend.py _ray
       timeout ${RAY_TIMEOUT:-260} python3 benchmarks/bench_ray_gpus.py --out "$OUTDIR/ray_gpus.json" --generations 6 \
         --rep-ms 100 --workers 12 --timeout 120 2>&1 | tail -30 ;;
   esac

@@ -22,11 +22,11 @@ if TYPE_CHECKING:
     from paretotune.errors import UserError
     from paretotune.kernels.helion import HelionKernel
     from paretotune.kernels.triton import TritonKernel
-    from paretotune.toolchain.shipped_acfs import shipped_acfs
+    from paretotune.ship.shipped_acfs import shipped_acfs
 
 _WHERE = {"Run": "paretotune.api", "run": "paretotune.api", "open_run": "paretotune.api", "capture": "paretotune.api",
           "UserError": "paretotune.errors", "TritonKernel": "paretotune.kernels.triton",
-          "HelionKernel": "paretotune.kernels.helion", "shipped_acfs": "paretotune.toolchain.shipped_acfs"}
+          "HelionKernel": "paretotune.kernels.helion", "shipped_acfs": "paretotune.ship.shipped_acfs"}
 
 
 def __getattr__(name: str) -> Any:

@@ -49,7 +49,7 @@ class Run:
     def validate(self, candidates: list[int] | None = None, *, top: int = 6, rounds: int = 30, rep_ms: float = 50.0,
                  warmup_ms: float = 10.0, alpha: float = 0.01, min_effect: float = 0.5) -> pd.DataFrame:
         """Re-measure winners against the baseline on the GPU (``paretotune validate``); the verdict table."""
-        from paretotune.execution.validation import require_gpu_to_validate, run_validation
+        from paretotune.validate.validation import require_gpu_to_validate, run_validation
         from paretotune.front import open_run as open_checked
 
         require_gpu_to_validate(open_checked(self.path), "Run.validate (it re-measures runtimes)")

@@ -4,7 +4,7 @@ Every process a run starts belongs to a process group that is killed on every wa
 
 - the trial import's child (:mod:`paretotune.campaign.trial_import`) leads its own group, killed when the
   import ends, fails or times out, and by the child itself when the campaign process dies;
-- each pool worker (:mod:`paretotune.execution.pool`) leads its own group (what the kernel's import or ptxas
+- each pool worker (:mod:`paretotune.build.pool`) leads its own group (what the kernel's import or ptxas
   starts in it joins it), killed when the pool is killed or closed, and by the worker when the campaign
   process dies;
 - what the campaign process itself starts (a kernel that forks at import in the CLI's own import) is reaped

@@ -31,10 +31,12 @@ ALLOWED_PACKAGES: dict[frozenset[str], str] = {}
 # Layers that must not reach each other at all (module or function level): importer prefix -> forbidden prefixes.
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     # campaign/ parses and resolves campaign files; running them is runner/'s job (issue 20)
-    "paretotune.campaign": ("paretotune.execution", "paretotune.runner", "paretotune.commands"),
-    "paretotune.search": ("paretotune.execution", "paretotune.runner", "paretotune.commands"),
+    "paretotune.campaign": ("paretotune.build", "paretotune.measure", "paretotune.validate", "paretotune.ship", "paretotune.cluster",
+                           "paretotune.runner", "paretotune.commands"),
+    "paretotune.search": ("paretotune.build", "paretotune.measure", "paretotune.validate", "paretotune.ship", "paretotune.cluster",
+                           "paretotune.runner", "paretotune.commands"),
     # the run directory is read by every layer above it, so it reads none of them
-    "paretotune.store": ("paretotune.campaign", "paretotune.runner", "paretotune.search", "paretotune.execution",
+    "paretotune.store": ("paretotune.campaign", "paretotune.runner", "paretotune.search", "paretotune.build", "paretotune.measure",
                          "paretotune.pareto", "paretotune.report", "paretotune.service", "paretotune.commands"),
 }
 

@@ -11,7 +11,7 @@ Modules, one job each: :mod:`.metadata` (arguments as JSON, tensors rebuilt from
 while a capture runs), :mod:`.run_program` (the captured program's process), :mod:`.writer` (the ranked
 summary and one campaign per kernel), :mod:`.replay` (a kernel spec from a capture).
 
-The package is named ``capturing`` so that ``paretotune.capture`` stays the public context manager.
+The package is named ``capturing`` so that ``paretotune.capturing`` stays the public context manager.
 """
 
 # How a capture times calls on a GPU (:mod:`.recorder`); here so that the command line can name them without

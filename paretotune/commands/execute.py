@@ -28,7 +28,7 @@ def main(args: argparse.Namespace) -> int:
     import tempfile
 
     from paretotune.errors import UserError
-    from paretotune.toolchain.shipped_acfs import read_log, shipped_environment
+    from paretotune.ship.shipped_acfs import read_log, shipped_environment
 
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
     if not program:

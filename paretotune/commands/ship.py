@@ -21,7 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from paretotune.execution.ship import ship_run
+    from paretotune.ship.make import ship_run
 
     shipped = ship_run(args.run_dir, args.out)
     if args.json:

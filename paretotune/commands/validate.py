@@ -38,7 +38,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from paretotune.execution.validation import require_gpu_to_validate, validate_run
+    from paretotune.validate.validation import require_gpu_to_validate, validate_run
     from paretotune.front import open_run
 
     run = open_run(args.run_dir)  # a damaged or wrong folder is named first: it needs fixing on any machine
@@ -50,7 +50,7 @@ def main(args: argparse.Namespace) -> int:
     candidates, shapes_of = args.candidates, None
     if args.per_bucket is not None:
         from paretotune.errors import UserError
-        from paretotune.execution.ship import per_bucket_candidates
+        from paretotune.ship.make import per_bucket_candidates
 
         if args.candidates is not None or args.per_bucket < 1:
             raise UserError("--per-bucket N takes N >= 1 and no --candidates (it chooses them)")
@@ -75,7 +75,7 @@ def main(args: argparse.Namespace) -> int:
 
 def recheck_line(recheck: dict[str, Any], run_dir: Path) -> str:
     """'re-check: 5 of 6 winner-shapes passed every check (4 bit-identical to their twin); recheck.json'."""
-    from paretotune.execution.recheck import passed
+    from paretotune.validate.recheck import passed
 
     checks = recheck.get("checks", [])
     ok = [c for c in checks if passed(c)]

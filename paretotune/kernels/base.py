@@ -11,7 +11,7 @@
 Why inputs are separate from the build: the same kernel timed on different buffers differs by up to 2.5 % on
 an H200 (buffer placement), more than an ACF gains. So the workers make one timing buffer set per shape and bind
 the baseline, the control and every candidate to it, while each candidate's correctness check gets its own fresh
-seeded set (:mod:`paretotune.execution.arms`). Output tensors a kernel writes into belong to the input set
+seeded set (:mod:`paretotune.measure.arms`). Output tensors a kernel writes into belong to the input set
 (Triton specs name one with ``output``); a Helion host function allocates its result per call instead. A spec
 without a ``reference`` is checked against the baseline build's output on those fresh inputs
 (``Prepared.reference`` is then None).

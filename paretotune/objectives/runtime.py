@@ -9,7 +9,7 @@ from paretotune.records import Direction
 
 
 class Runtime(Objective):
-    """Median GPU time per call in ms by the shape's clock (:mod:`paretotune.execution.timing`), measured next
+    """Median GPU time per call in ms by the shape's clock (:mod:`paretotune.measure.timing`), measured next
     to a fresh baseline."""
 
     name = "runtime"

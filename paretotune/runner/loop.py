@@ -53,7 +53,7 @@ from typing import Any
 from paretotune.campaign.load import Campaign
 from paretotune.campaign.resolve import make_adapter, make_objectives
 from paretotune.errors import UserError
-from paretotune.execution.base import Evaluator
+from paretotune.build.base import Evaluator
 from paretotune.kernels.base import baseline_config, baseline_words
 from paretotune.objectives.base import Objective
 from paretotune.pareto.attribution import TWIN_OF
@@ -127,7 +127,7 @@ def finite_record(record: TrialRecord) -> TrialRecord:
 
 
 def make_evaluator(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Sequence[Objective]) -> Evaluator:
-    from paretotune.execution.select import evaluator_for
+    from paretotune.runner.evaluator import evaluator_for
 
     return evaluator_for(campaign, ptxas, run, objectives)
 
@@ -249,8 +249,8 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
 
     def steady() -> None:  # noqa: C901 - the schedule reads best in one piece
         """Keep up to ``in_flight`` candidates in flight; tell each record as it comes, ask when room opens."""
-        from paretotune.execution.base import Feed
-        from paretotune.execution.pool import in_background
+        from paretotune.build.base import Feed
+        from paretotune.build.pool import in_background
 
         assert engine is not None
         window = spec.search.in_flight or spec.search.pool_size

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from paretotune.campaign.load import Campaign
-    from paretotune.execution.base import Evaluator
+    from paretotune.build.base import Evaluator
     from paretotune.objectives.base import Objective
     from paretotune.records import TrialRecord
     from paretotune.runner.resume import ResumePoint
@@ -120,7 +120,7 @@ def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engin
     from dataclasses import replace
 
     from paretotune.campaign.resolve import make_objectives
-    from paretotune.execution.gpu_check import STATIC_NOTE, measures_on_gpu
+    from paretotune.measure.gpu_check import STATIC_NOTE, measures_on_gpu
     from paretotune.runner.loop import LoopState, run_campaign
 
     total = campaign.spec.search.budget + 1
@@ -168,7 +168,7 @@ def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engin
 
 def evaluated_line(records: Sequence[TrialRecord]) -> str:
     """How many candidates this call evaluated and how many failed, those the wall clock cut counted apart."""
-    from paretotune.execution.base import was_cut
+    from paretotune.build.base import was_cut
 
     failed, cut = sum(r.status != "ok" for r in records), sum(map(was_cut, records))
     return (f"{len(records)} candidates evaluated ({failed} failed"
@@ -212,7 +212,7 @@ def resume_run(path: Path, *, quiet: bool, expect: Campaign | None = None, seed:
     :func:`paretotune.runner.resume.prepare_resume`). ``spent_s`` as for :func:`start_and_execute`: this
     process's start-up adds to the run's wall time."""
     from paretotune.campaign.resolve import make_objectives
-    from paretotune.execution.gpu_check import require_gpu_for
+    from paretotune.measure.gpu_check import require_gpu_for
     from paretotune.runner.resume import naming_the_copy, open_run, prepare_resume
     from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 

@@ -78,7 +78,7 @@ def run_meta(campaign: Campaign, ptxas: Ptxas, columns: Sequence[ObjectiveColumn
 def check_before_import(campaign: Campaign) -> list[Objective]:
     """The checks that need no kernel import (ACF files, objectives, a CUDA GPU when an objective needs one):
     seconds, so they run before any worker process starts."""
-    from paretotune.execution.gpu_check import require_gpu_for
+    from paretotune.measure.gpu_check import require_gpu_for
 
     check_acf_files(campaign)
     objectives = make_objectives(campaign)

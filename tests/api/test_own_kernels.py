@@ -133,7 +133,7 @@ def test_bare_jit_function_says_what_to_add(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(bool(os.environ.get("PARETOTUNE_ASSUME_GPU")), reason="told a GPU is there")
 def test_runtime_objective_without_a_gpu_is_one_line_before_any_work(tmp_path: Path) -> None:
-    from paretotune.execution.gpu_check import gpu_problem
+    from paretotune.measure.gpu_check import gpu_problem
 
     if gpu_problem() is None:
         pytest.skip("a CUDA GPU is visible")

@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from paretotune.execution.validate_worker import CONTROL_ID
-from paretotune.execution.validation import judge_measured, twin_arms, winners
+from paretotune.validate.worker import CONTROL_ID
+from paretotune.validate.validation import judge_measured, twin_arms, winners
 from paretotune.pareto.stats import Thresholds, attribute, compare, judge_control
 
 

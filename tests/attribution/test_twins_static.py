@@ -14,8 +14,8 @@ import pytest
 
 from paretotune.front import build_front, render_json, render_text
 from paretotune.commands.validate import render
-from paretotune.execution.validate_worker import CONTROL_ID
-from paretotune.execution.validation import validate_run
+from paretotune.validate.worker import CONTROL_ID
+from paretotune.validate.validation import validate_run
 from paretotune.pareto.attribution import config_key
 from paretotune.report import load_report_data
 from paretotune.report.html import render_html

@@ -91,7 +91,7 @@ def test_a_reference_point_drops_its_left_out_value(tmp_path: Path) -> None:
 def test_an_acf_that_adds_nothing_ranks_below_its_no_acf_twin(tmp_path: Path) -> None:
     """The quickstart's case: the ACF's share is 1.000x, so its twin (same config, no ACF) is what `front`, the
     report and validate's choice recommend first (was: rank 1 the ACF, the lower candidate id)."""
-    from paretotune.execution.validation import choose_candidates
+    from paretotune.validate.validation import choose_candidates
     from paretotune.front import render_text
     from paretotune.store import RunDir
 

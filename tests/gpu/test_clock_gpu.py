@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from paretotune.execution.timing import GPU_CLOCKS, HOST, bench, cupti_samples, gpu_timer
+from paretotune.measure.timing import GPU_CLOCKS, HOST, bench, cupti_samples, gpu_timer
 from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 
 export_for_triton(find_ptxas())
@@ -48,7 +48,7 @@ def test_cupti_bench_and_host_cost_on_a_triton_kernel() -> None:
 def test_a_pretuned_kernel_whose_module_says_events_is_ranked_by_a_gpu_clock(tmp_path: Path) -> None:
     from paretotune.campaign.load import campaign_from_text
     from paretotune.campaign.resolve import make_adapter
-    from paretotune.execution.arms import open_shape
+    from paretotune.measure.arms import open_shape
 
     text = (f"name: c\nkernel:\n  source: {RMS_NORM}:rms_norm\n  inputs: paretotune.kernels.workloads:rms_norm\n"
             "shapes: [{name: s, M: 4096, N: 4096, dtype: bfloat16}]\nobjectives: [runtime]\n")

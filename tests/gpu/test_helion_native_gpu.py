@@ -75,7 +75,7 @@ def test_an_in_place_candidate_fed_its_own_output_is_caught() -> None:
     import dataclasses
 
     from paretotune.campaign.user_code import import_object
-    from paretotune.execution.arms import check_candidate
+    from paretotune.measure.arms import check_candidate
     from paretotune.kernels.helion import HelionAdapter, spec_from_kernel
     from paretotune.records import Shape
     from paretotune.toolchain.arch import TARGETS

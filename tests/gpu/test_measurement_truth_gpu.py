@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from paretotune.campaign.schema import EvaluationSpec
-from paretotune.execution.arms import check_candidate, open_shape
-from paretotune.execution.gpu_worker import GpuJob, measure
-from paretotune.execution.timing import TimingMethod, bench, gpu_timer
-from paretotune.execution.validate_worker import validate_shape
+from paretotune.measure.arms import check_candidate, open_shape
+from paretotune.measure.gpu_worker import GpuJob, measure
+from paretotune.measure.timing import TimingMethod, bench, gpu_timer
+from paretotune.validate.worker import validate_shape
 from paretotune.kernels.base import Inputs, Prepared
 from paretotune.kernels.triton import TritonAdapter
 from paretotune.records import Shape

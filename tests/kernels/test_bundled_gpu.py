@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from kernel_cases import BUNDLED, Bundled, ptx_code
 
-from paretotune.execution.timing import check_output
+from paretotune.measure.timing import check_output
 from paretotune.kernels.helion import HelionAdapter
 from paretotune.toolchain.arch import TARGETS
 from paretotune.toolchain.ptxas import Ptxas, build_ptx

@@ -185,7 +185,7 @@ def test_reference_is_optional() -> None:
 @pytest.mark.gpu
 def test_default_reference_gpu() -> None:
     """On a GPU: with no reference, a candidate is checked against the baseline build on the same inputs."""
-    from paretotune.execution.arms import check_candidate
+    from paretotune.measure.arms import check_candidate
 
     adapter = _scale_rows_adapter((WIDE,), gpu=True)
     base = adapter.default_config(WIDE)
@@ -196,7 +196,7 @@ def test_default_reference_gpu() -> None:
 
 def test_pin_for_per_shape_baselines_names_each_shapes_config() -> None:
     """An acf-only winner over per-shape baselines (config ``{}``) is pinned as one Config per shape."""
-    from paretotune.execution.validation import pin_snippet
+    from paretotune.validate.validation import pin_snippet
 
     adapter = _scale_rows_adapter((NARROW, WIDE))
     per_shape = {s.label: adapter.default_config(s) for s in (NARROW, WIDE)}

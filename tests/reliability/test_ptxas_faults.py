@@ -96,7 +96,7 @@ def test_hang_is_cut_at_the_limit_scaled_from_the_baseline(tmp_path: Path, real_
     """compile_timeout_s is only the ceiling: after the baseline, search candidates get
     compile_timeout_vs_baseline times its ptxas seconds (here 1x, floored at 2 s)."""
     from paretotune.campaign.schema import EvaluationSpec
-    from paretotune.execution.static_job import scaled_ptxas_timeout
+    from paretotune.build.static_job import scaled_ptxas_timeout
 
     exe, state = write_standin(tmp_path, real_ptxas, ["hang"])
     settings = {"compile_timeout_s": 120, "compile_timeout_vs_baseline": 1, "compile_timeout_min_s": 2}
@@ -116,8 +116,8 @@ def test_hang_is_cut_at_the_limit_scaled_from_the_baseline(tmp_path: Path, real_
     # a resumed run does not measure its baseline again: the evaluator takes the limit from the stored one
     from paretotune.campaign.load import load_campaign
     from paretotune.campaign.resolve import make_objectives
-    from paretotune.execution.evaluators import StaticEvaluator
-    from paretotune.execution.select import evaluator_for
+    from paretotune.measure.evaluators import StaticEvaluator
+    from paretotune.runner.evaluator import evaluator_for
     from paretotune.toolchain.ptxas import find_ptxas
 
     resumed_campaign = load_campaign(out / "campaign.yaml")

@@ -93,14 +93,14 @@ class FakeEvaluator:
 
 
 class FeedFakeEvaluator(FakeEvaluator):
-    """The fake evaluator taking a :class:`~paretotune.execution.base.Feed`, as the real ones do: the loop
+    """The fake evaluator taking a :class:`~paretotune.build.base.Feed`, as the real ones do: the loop
     then keeps candidates in flight across generations (the steady schedule). Takes up to three at a time
     and returns them out of order, like a pool of three workers."""
 
     accepts_feed = True
 
     def stream(self, candidates: Any) -> Iterator[TrialRecord]:
-        from paretotune.execution.base import Feed
+        from paretotune.build.base import Feed
 
         if not isinstance(candidates, Feed):
             yield from super().stream(candidates)

@@ -79,7 +79,7 @@ class InProcessEvaluator:
     measures_on_gpu = False
 
     def __init__(self, campaign, ptxas: Ptxas, run: RunDir) -> None:
-        from paretotune.execution.static_job import WorkerContext, init_worker
+        from paretotune.build.static_job import WorkerContext, init_worker
 
         init_worker(WorkerContext(campaign_path=str(campaign.path), campaign_text=campaign.text,
                                   ptxas_path=str(ptxas.path), ptxas_version=ptxas.version,
@@ -89,7 +89,7 @@ class InProcessEvaluator:
         return list(self.stream(candidates))
 
     def stream(self, candidates: Sequence[Candidate]) -> Iterator[TrialRecord]:
-        from paretotune.execution.static_job import evaluate_static
+        from paretotune.build.static_job import evaluate_static
 
         return (evaluate_static(c) for c in candidates)
 

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from paretotune.execution.validate_worker import CONTROL_ID
-from paretotune.execution.validation import Validation, validate_run
+from paretotune.validate.worker import CONTROL_ID
+from paretotune.validate.validation import Validation, validate_run
 from paretotune.store import RunDir
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ import helion
 import helion.language as hl
 import torch
 
-from paretotune.execution.ship_files import completes
+from paretotune.ship.files import completes
 
 
 @helion.kernel(config=helion.Config(block_sizes=[32]))

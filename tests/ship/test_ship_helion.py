@@ -17,7 +17,7 @@ from paretotune.campaign.load import campaign_from_text
 from paretotune.campaign.resolve import make_adapter
 from paretotune.cli import main as cli
 from paretotune.errors import UserError
-from paretotune.execution.ship import ship_run
+from paretotune.ship.make import ship_run
 from paretotune.kernels.helion import import_helion
 from paretotune.kernels.helion_heuristic import answering_as, find_heuristic, heuristic_config, key_values, load
 from paretotune.records import Shape

@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from paretotune.execution.ship import ship_run
-from paretotune.execution.ship_files import import_module
-from paretotune.execution.validate_worker import CONTROL_ID
-from paretotune.execution.validation import validate_run
+from paretotune.ship.make import ship_run
+from paretotune.ship.files import import_module
+from paretotune.validate.worker import CONTROL_ID
+from paretotune.validate.validation import validate_run
 from paretotune.store import RunDir
 from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 from tests.report.conftest import run_quickstart
@@ -78,11 +78,11 @@ def test_a_triton_ship_folder_applies_its_acf_under_exec(triton_run: Path, tmp_p
 
     from paretotune import shipped_acfs
     from paretotune.campaign.resolve import make_adapter
-    from paretotune.execution.ship_files import stored_campaign
+    from paretotune.ship.files import stored_campaign
     from paretotune.kernels.triton import split_config
     from paretotune.kernels.triton_jit import compile_like_jit
-    from paretotune.toolchain.ptxas_shim import ptx_key
-    from paretotune.toolchain.shipped_acfs import load_index
+    from paretotune.ship.ptxas_shim import ptx_key
+    from paretotune.ship.shipped_acfs import load_index
     from tests.toolchain.shipped_program import text_section
 
     run, results, cand, shipped = validated_and_shipped(triton_run, tmp_path)

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from paretotune.errors import UserError
-from paretotune.execution.ship import per_bucket_candidates, rank_per_bucket
-from paretotune.execution.validate_worker import validate_shape
-from tests.execution.test_arms import ScaleAdapter, fixed_timer
+from paretotune.ship.make import per_bucket_candidates, rank_per_bucket
+from paretotune.validate.worker import validate_shape
+from tests.measure.test_arms import ScaleAdapter, fixed_timer
 from tests.ship.conftest import acf_candidates, synthetic, validate
 
 
@@ -52,7 +52,7 @@ def test_a_candidate_limited_to_its_bucket_is_measured_there_only(run_copy: Path
         seen.extend(arms)
         return measure(run, arms, *rest)
 
-    from paretotune.execution.validation import validate_run
+    from paretotune.validate.validation import validate_run
 
     validate_run(run_copy, candidates=[one, two], top=2, rounds=20, rep_ms=1, warmup_ms=1, alpha=0.01,
                  min_effect=0.5, measure=spy, recheck=None, shapes_of={one: ["a", "b"], two: ["c"]})
@@ -107,7 +107,7 @@ def test_per_bucket_needs_runtimes(static_run: Path) -> None:
 def test_the_real_recheck_worker_runs_each_job_in_a_spawned_process(static_run: Path) -> None:
     """The production path end to end up to the GPU: spawned worker, the run's campaign and adapter, one job per
     winner-shape reported through the progress file. Here (no CUDA) every check fails, each saying why."""
-    from paretotune.execution.recheck import SCALES, recheck_in_fresh_processes
+    from paretotune.validate.recheck import SCALES, recheck_in_fresh_processes
     from paretotune.store import RunDir
 
     run = RunDir(static_run)

@@ -103,7 +103,7 @@ def test_a_failed_baseline_leaves_no_half_made_run(tmp_path: Path, existing: boo
 
 def test_gpu_campaign_without_a_gpu_is_refused_before_its_folder_exists(tmp_path: Path,
                                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    from paretotune.execution.gpu_check import gpu_problem
+    from paretotune.measure.gpu_check import gpu_problem
 
     if gpu_problem() is None:
         pytest.skip("this machine has a CUDA GPU")

@@ -55,7 +55,7 @@ def main() -> int:
             out[spec] = {"text": hashlib.sha256(text_section(compiled.asm["cubin"], compiled.name)).hexdigest(),
                          "ptx": compiled.asm["ptx"]}
             if acf and os.environ.get("PROG_SHIP"):
-                from paretotune.toolchain.shipped_acfs import add_compiled
+                from paretotune.ship.shipped_acfs import add_compiled
 
                 add_compiled(Path(os.environ["PROG_SHIP"]), compiled, Path(acf[0]).read_bytes(),
                              evidence={"speedup": 1.25, "ci": [1.2, 1.3]})

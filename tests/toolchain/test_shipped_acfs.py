@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from paretotune.toolchain.ptxas import find_ptxas
-from paretotune.toolchain.shipped_acfs import add_entry, load_index
+from paretotune.ship.shipped_acfs import add_entry, load_index
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

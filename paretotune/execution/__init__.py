@@ -1,1 +1,0 @@
-"""Where candidates are built and measured: worker processes with timeouts, restarted after crashes."""
