@@ -137,7 +137,10 @@ class WorkerPool:
         for proc in _workers(executor):
             proc.kill()
             kill_group(proc.pid)  # what runs in it (ptxas, a kernel's processes); the worker is not reaped yet
-        executor.shutdown(wait=True, cancel_futures=True)
+        try:
+            executor.shutdown(wait=True, cancel_futures=True)
+        except OSError:  # its manager thread closed the wakeup pipe first (see _submit): the executor is gone
+            pass
         clean_stale_temp_folders()  # the killed workers' ptxas folders
 
     def close(self) -> None:
@@ -224,8 +227,23 @@ class WorkerPool:
         grace = STARTUP_GRACE_S if self._fresh else 0.0
         own = time.monotonic() + self.timeout_s + grace
         cut = self.cut_at is not None and self.cut_at < own
-        inflight[self._pool().submit(self.job, cand)] = (
+        inflight[self._submitted(cand)] = (
             cand, self.cut_at if cut else own, CUT_AT_WALL_CLOCK if cut else f"timed out after {self.timeout_s:.0f} s")
+
+    def _submitted(self, cand: Candidate) -> Future[TrialRecord]:
+        """The candidate's future; one already failed with BrokenProcessPool where a worker died since the last
+        look (the executor refuses work then). The run loop treats it as any task the crash broke. On CPython
+        3.11 a submit racing the executor's manager thread, which closes its wakeup pipe on a dead worker
+        without a lock, raises ``OSError: handle is closed`` instead (seen once in a fault-injection test):
+        the same case."""
+        try:
+            return self._pool().submit(self.job, cand)
+        except (BrokenProcessPool, OSError) as exc:
+            if isinstance(exc, OSError) and "handle is closed" not in str(exc):
+                raise
+            broken: Future[TrialRecord] = Future()
+            broken.set_exception(BrokenProcessPool(f"the pool broke before the candidate started ({exc})"))
+            return broken
 
 
 T = TypeVar("T")

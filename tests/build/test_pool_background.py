@@ -147,3 +147,40 @@ def test_a_build_running_past_the_wall_clock_is_cut_and_none_starts_after_it(tmp
     assert evaluated_line([got[0], broken, stuck, got[3]]) == (
         "4 candidates evaluated (4 failed, 3 of them cut at the wall clock)")
     assert evaluated_line([got[1], broken]) == "2 candidates evaluated (1 failed)"
+
+
+def crash_on_first(candidate: Candidate) -> TrialRecord:
+    """Candidate 0 kills its worker (as a ptxas that takes the worker down does); the others build."""
+    if candidate.candidate_id == 0:
+        os._exit(9)
+    return TrialRecord(candidate.candidate_id, candidate.generation, candidate.config, None, False, "ok")
+
+
+@pytest.mark.parametrize("refusal", [OSError("handle is closed"), "broken"])
+def test_a_pool_that_broke_before_a_submit_runs_the_candidate_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    refusal: object) -> None:
+    """A submit refused because a worker died since the loop last looked (BrokenProcessPool; on CPython 3.11 a
+    race with the executor's manager thread gives ``OSError: handle is closed``) is a task the crash broke: run
+    again alone, never an error out of the pool (it once ended a campaign as 'internal error')."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    real = ProcessPoolExecutor.submit
+    refused: list[int] = []
+
+    def submit(self: ProcessPoolExecutor, fn: object, *args: object, **kwargs: object) -> object:
+        cand = args[0] if args else None
+        if isinstance(cand, Candidate) and cand.candidate_id == 2 and not refused:
+            refused.append(2)
+            raise refusal if isinstance(refusal, OSError) else BrokenProcessPool("a worker died")
+        return real(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(ProcessPoolExecutor, "submit", submit)
+    pool = WorkerPool(crash_on_first, note_pid, (str(tmp_path),), 2, 60.0)
+    try:
+        records = {r.candidate_id: r for r in pool.run(candidates(4))}
+    finally:
+        pool.close()
+    assert refused == [2] and sorted(records) == [0, 1, 2, 3]
+    assert records[0].status == "failed" and "worker process crashed" in records[0].error
+    assert all(records[i].status == "ok" for i in (1, 2, 3))
