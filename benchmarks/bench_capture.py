@@ -57,9 +57,7 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from bench_pretuned import gpu_name, summarize_run, versions  # noqa: E402
+from common import gpu_name, last_error, summarize_run, versions
 
 PROGRAMS = ROOT / "benchmarks" / "programs"
 # the ten pretuned kernels ../shared/workloads materialises, which bench_pretuned.py covers with hand-written inputs
@@ -178,16 +176,6 @@ def profile_top(profile: Path, text: Path, rows: int = 30) -> list[dict[str, Any
     capture_own = sum(r["own_s"] for r in top if r["capture"])
     return [{"capture_own_s": round(capture_own, 4), "total_own_s": round(sum(r["own_s"] for r in top), 4)},
             *top[:rows]]
-
-
-def last_error(log: Path) -> str:
-    """The line of a log that says why: paretotune's own error, else the last exception line, else the last line
-    (a run's closing notes and a capture's empty table came after the error in the 2026-12-02 calls)."""
-    lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip() and "Warning" not in ln]
-    for line in reversed(lines):
-        if line.startswith("paretotune: error") or re.match(r"^[\w.]*(Error|Exception|Interrupt)\b", line):
-            return line[:300]
-    return lines[-1][:300] if lines else ""
 
 
 def capture_rows(folder: Path) -> list[dict[str, Any]]:

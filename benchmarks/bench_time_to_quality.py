@@ -52,17 +52,14 @@ import os
 import platform
 import subprocess
 import sys
-import textwrap
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
-from common import run_with_watchdog  # benchmarks/ is sys.path[0] when a script runs
-from machine import cpu_model, cpu_topology, load_average
-
+from common import run_with_watchdog
+from common import cpu_model, cpu_topology, load_average
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 ACF_DIR = ROOT / "benchmarks" / "inputs" / "ttq_acfs"
 WORKLOADS = ROOT / ".workloads" / "helion-pretuned-sm90"  # git-ignored; ../shared/workloads/README.md makes it
 STRATEGIES = ("default", "joint", "sequential", "acf-only")  # default: the campaign names no engine (auto)
