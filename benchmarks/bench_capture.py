@@ -57,7 +57,7 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-from common import gpu_name, last_error, summarize_run, versions
+from common import gpu_name, last_error, stored_records, summarize_run, versions
 
 PROGRAMS = ROOT / "benchmarks" / "programs"
 # the ten pretuned kernels ../shared/workloads materialises, which bench_pretuned.py covers with hand-written inputs
@@ -414,12 +414,16 @@ def part_helion(ctx: dict[str, Any], res: Results, deadline: float) -> None:
 def search_result(run: Path) -> dict[str, Any]:
     """Where the baseline came from and the best ratio the search itself measured (A/B-paired, but with other
     campaigns on the GPU at the same time: a lead, not a validated figure)."""
-    from paretotune.store.run_dir import RunDir
-
     meta = json.loads((run / "run.json").read_text()) if (run / "run.json").is_file() else {}
     sources = sorted(set(meta.get("kernel", {}).get("baseline_sources", {}).values()))
     best: float | None = None
-    for rec in RunDir(run).records():  # the project's reader: the record's extra decoded, damage refused
+    from paretotune import UserError
+
+    try:
+        records = stored_records(run)  # the public reader: the record's extra decoded, damage refused
+    except UserError as exc:
+        return {"baseline_source": "; ".join(sources), "search_best_speedup": None, "search_read_error": str(exc)}
+    for rec in records:
         if rec.is_baseline or rec.status != "ok":
             continue
         ratios = [v["ratio_to_baseline"] for v in rec.extra.values()

@@ -136,6 +136,52 @@ def _verdicts(path: Path) -> dict[str, Any]:
     return out
 
 
+@dataclass(frozen=True)
+class StoredRecord:
+    """One stored candidate as the public reader gives it (``paretotune.open_run(run).results``, one row per
+    candidate), its JSON fields decoded and its objective columns gathered in ``values``."""
+
+    candidate_id: int
+    generation: int
+    config: dict[str, Any]
+    acf: str | None
+    is_baseline: bool
+    status: str
+    error: str
+    measure_s: float
+    values: dict[str, float]
+    stages: dict[str, float]
+    extra: dict[str, Any]
+
+
+_FIELDS = {"candidate_id", "generation", "config", "acf", "is_baseline", "status", "error", "compile_s",
+           "measure_s", "stages", "extra"}
+
+
+def stored_records(run: Path) -> list[StoredRecord]:
+    """A run's records, in file order, through ``paretotune.open_run`` (the checks every command makes; a
+    damaged run is its one-line ``UserError``)."""
+    import math
+
+    import paretotune
+
+    out = []
+    for row in paretotune.open_run(run).results.to_dict("records"):
+        values = {k: float(v) for k, v in row.items() if k not in _FIELDS and isinstance(v, (int, float))
+                  and not isinstance(v, bool) and not math.isnan(v)}
+        out.append(StoredRecord(
+            candidate_id=int(row["candidate_id"]), generation=int(row["generation"]),
+            config=json.loads(row["config"]), acf=row["acf"] or None, is_baseline=bool(row["is_baseline"]),
+            status=str(row["status"]), error=str(row.get("error") or ""), measure_s=float(row.get("measure_s") or 0),
+            values=values, stages=json.loads(row.get("stages") or "{}"), extra=json.loads(row.get("extra") or "{}")))
+    return out
+
+
+def run_meta(run: Path) -> dict[str, Any]:
+    """``run.json`` of a run directory (its documented metadata: timing entries, start-up seconds, versions)."""
+    return json.loads((run / "run.json").read_text())
+
+
 def last_error(log: Path) -> str:
     """The line of a log that says why: paretotune's own error, else the last exception line, else the last line
     (a run's closing notes and a capture's empty table came after the error in the 2026-12-02 calls)."""
