@@ -57,9 +57,7 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from bench_pretuned import gpu_name, summarize_run, versions  # noqa: E402
+from common import gpu_name, last_error, stored_records, summarize_run, versions
 
 PROGRAMS = ROOT / "benchmarks" / "programs"
 # the ten pretuned kernels ../shared/workloads materialises, which bench_pretuned.py covers with hand-written inputs
@@ -178,16 +176,6 @@ def profile_top(profile: Path, text: Path, rows: int = 30) -> list[dict[str, Any
     capture_own = sum(r["own_s"] for r in top if r["capture"])
     return [{"capture_own_s": round(capture_own, 4), "total_own_s": round(sum(r["own_s"] for r in top), 4)},
             *top[:rows]]
-
-
-def last_error(log: Path) -> str:
-    """The line of a log that says why: paretotune's own error, else the last exception line, else the last line
-    (a run's closing notes and a capture's empty table came after the error in the 2026-12-02 calls)."""
-    lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip() and "Warning" not in ln]
-    for line in reversed(lines):
-        if line.startswith("paretotune: error") or re.match(r"^[\w.]*(Error|Exception|Interrupt)\b", line):
-            return line[:300]
-    return lines[-1][:300] if lines else ""
 
 
 def capture_rows(folder: Path) -> list[dict[str, Any]]:
@@ -426,12 +414,16 @@ def part_helion(ctx: dict[str, Any], res: Results, deadline: float) -> None:
 def search_result(run: Path) -> dict[str, Any]:
     """Where the baseline came from and the best ratio the search itself measured (A/B-paired, but with other
     campaigns on the GPU at the same time: a lead, not a validated figure)."""
-    from paretotune.store.run_dir import RunDir
-
     meta = json.loads((run / "run.json").read_text()) if (run / "run.json").is_file() else {}
     sources = sorted(set(meta.get("kernel", {}).get("baseline_sources", {}).values()))
     best: float | None = None
-    for rec in RunDir(run).records():  # the project's reader: the record's extra decoded, damage refused
+    from paretotune import UserError
+
+    try:
+        records = stored_records(run)  # the public reader: the record's extra decoded, damage refused
+    except UserError as exc:
+        return {"baseline_source": "; ".join(sources), "search_best_speedup": None, "search_read_error": str(exc)}
+    for rec in records:
         if rec.is_baseline or rec.status != "ok":
             continue
         ratios = [v["ratio_to_baseline"] for v in rec.extra.values()

@@ -19,10 +19,12 @@ before the arm's step and removed after it:
 Each arm keeps its recorder across rounds (its first calls, which synchronize, fall in the ``--warmup`` rounds
 left out). Per arm: median step time, and the median over rounds of step / plain step of the same round with a
 bootstrap CI (``scipy.stats.bootstrap``). Programs: ``benchmarks/programs/liger_llama_step.py`` (needs
-Liger-Kernel) and ``launch_loop.py`` (the tests' own kernels; needs ``tests/capture/programs/lib`` on the path).
+Liger-Kernel) and ``launch_loop.py`` (the tests' own kernels; needs ``tests/capture/programs/lib`` on
+PYTHONPATH, as ``gpu_session.sh``'s ``ablation`` step sets it).
 
     python benchmarks/bench_capture_ablation.py --program liger --out $OUT/ablation_liger.json
-    python benchmarks/bench_capture_ablation.py --program loop --out $OUT/ablation_loop.json
+    PYTHONPATH=tests/capture/programs/lib:$PYTHONPATH python benchmarks/bench_capture_ablation.py --program loop \
+        --out $OUT/ablation_loop.json
 
 On a CPU (``TRITON_INTERPRET=1``, ``--smoke``: tiny sizes, a few rounds) it checks that the arms run.
 """
@@ -31,6 +33,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib
+import importlib.util
 import json
 import platform
 import statistics
@@ -40,11 +43,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks" / "programs"), str(ROOT / "tests" / "capture" / "programs" / "lib")]
+from paretotune.capturing import hooks
+from paretotune.capturing.recorder import Recorder
 
-from paretotune.capturing import hooks  # noqa: E402
-from paretotune.capturing.recorder import Recorder  # noqa: E402
+PROGRAM_DIR = Path(__file__).resolve().parent / "programs"
 
 ARMS = ("plain", "patched", "no_events", "sampled", "all")
 PROGRAMS = {  # --program -> (module in benchmarks/programs, its arguments on a GPU, on a CPU smoke)
@@ -100,6 +102,17 @@ def ratio_ci(ratios: list[float]) -> tuple[float, float]:
     return float(ci.low), float(ci.high)
 
 
+def load_program(name: str) -> Any:
+    """A program of ``benchmarks/programs/``, loaded from its file (the programs are inputs, not importable
+    modules); what it imports itself must be on PYTHONPATH."""
+    spec = importlib.util.spec_from_file_location(f"program_{name}", PROGRAM_DIR / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--program", choices=sorted(PROGRAMS), default="liger")
@@ -112,7 +125,7 @@ def main() -> int:
     import torch
 
     module_name, gpu_args, smoke_args = PROGRAMS[args.program]
-    program = importlib.import_module(module_name)
+    program = load_program(module_name)
     program_args = program.parser().parse_args([*(smoke_args if args.smoke else gpu_args), *rest])
     step = program.make_step(program_args)
     block = args.block or (1 if args.program == "liger" else 50)

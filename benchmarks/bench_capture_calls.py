@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from machine import cpu_model, load_average  # noqa: E402
+from common import cpu_model, load_average
 
 
 def per_call_us(fn: Any, calls: int, repeats: int) -> float:

@@ -22,8 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import cpu_model, cpu_topology, load_average  # noqa: E402
+from common import cpu_model, cpu_topology, load_average
 
 BAD_CAMPAIGN = "name: x\nkernel: {source: 'k.py:k'}\nbogus: 1\n"
 COMMANDS = {"--help": ["--help"], "front --help": ["front", "--help"], "run --help": ["run", "--help"],

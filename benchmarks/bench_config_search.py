@@ -41,20 +41,19 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from machine import cpu_model, load_average  # benchmarks/ is sys.path[0] when a script runs
+from common import cpu_model, load_average
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from paretotune.campaign.user_code import import_object  # noqa: E402
-from paretotune.kernels.helion import HelionAdapter, spec_from_kernel  # noqa: E402
-from paretotune.kernels.helion_space import accepts, device_features  # noqa: E402
-from paretotune.records import Shape  # noqa: E402
-from paretotune.search.base import EngineOptions  # noqa: E402
-from paretotune.search.dedupe import Deduplicated  # noqa: E402
-from paretotune.search.registry import build_engine  # noqa: E402
-from paretotune.search.space import SearchSpace  # noqa: E402
-from paretotune.toolchain.acf_sources import AcfOption, finite_list  # noqa: E402
-from paretotune.toolchain.arch import TARGETS  # noqa: E402
+from paretotune.campaign.user_code import import_object
+from paretotune.kernels.helion import HelionAdapter, spec_from_kernel
+from paretotune.kernels.helion_space import accepts, device_features
+from paretotune.records import Shape
+from paretotune.search.base import EngineOptions
+from paretotune.search.dedupe import Deduplicated
+from paretotune.search.registry import build_engine
+from paretotune.search.space import SearchSpace
+from paretotune.toolchain.acf_sources import AcfOption, finite_list
+from paretotune.toolchain.arch import TARGETS
 
 FIXTURES = ROOT / "tests" / "fixtures" / "helion_aot"
 WORKLOADS = ROOT / ".workloads" / "helion-pretuned-sm90"

@@ -24,7 +24,6 @@ from importlib.metadata import version
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 CAMPAIGN = textwrap.dedent("""\
     name: engine-save

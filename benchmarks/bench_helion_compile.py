@@ -25,9 +25,8 @@ from importlib.metadata import version
 from multiprocessing import get_context
 from pathlib import Path
 
-from machine import cpu_model, cpu_topology, load_average  # benchmarks/ is sys.path[0] when a script runs
+from common import cpu_model, cpu_topology, load_average
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def sample_acfs(n: int, folder: Path) -> list[str]:

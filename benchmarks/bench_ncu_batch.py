@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))  # run from a checkout without installing
 
 OCC = "sm__warps_active.avg.pct_of_peak_sustained_active"
 L1 = "l1tex__throughput.avg.pct_of_peak_sustained_active"

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 # name -> (kernel.source, shape); the first is the bandwidth-bound bf16 row kernel near 40 us on an H200
 KERNELS: dict[str, tuple[str, dict[str, Any]]] = {

@@ -27,9 +27,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from machine import cpu_model, load_average  # benchmarks/ is sys.path[0] when a script runs
+from common import cpu_model, load_average
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from paretotune.pareto import crowding_distances, pareto_ranks, rank_fronts
 from paretotune.pareto.table import minimization_matrix
 

@@ -38,19 +38,16 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
-import platform
-import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from common import gpu_name, summarize_run, versions
+from paretotune.kernels.workloads import TOLERANCES, WORKLOAD_SHAPES, WORKLOAD_SOURCES
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from paretotune.build.base import CUT_PREFIX  # noqa: E402
-from paretotune.kernels.workloads import TOLERANCES, WORKLOAD_SHAPES, WORKLOAD_SOURCES  # noqa: E402
 
 STARTUP_S = 40.0  # a CLI campaign's fixed cost on the H200 host: imports, worker start-up, baseline
 # outside search.wall_clock_s (which counts the CLI's start-up since f62b00d): the builds and measurements in
@@ -59,8 +56,6 @@ STARTUP_S = 40.0  # a CLI campaign's fixed cost on the H200 host: imports, worke
 OUTSIDE_LOOP_S = 25.0
 VALIDATE_S = 45.0  # one `paretotune validate` with --rounds 20 --top 3: 36-43 s on the H200 host (2026-12-01 F2-F4;
 # at 30 s the last kernel of F3 had its validation cut by the call's budget)
-WRONG = re.compile(r"wrong answer|wrong shape|NaN in output|no output", re.I)
-FAULT = re.compile(r"fault|illegal|CUDA error|worker died|crash|signal|core dumped|misaligned", re.I)
 
 
 def source_of(kernel: str) -> str:
@@ -94,67 +89,6 @@ def cli(args: list[str], timeout: float, log: Path) -> tuple[int, float, str]:
     log.write_text(out)
     lines = [ln for ln in out.strip().splitlines() if ln.strip() and "Warning" not in ln and "warn(" not in ln]
     return code, time.perf_counter() - start, (lines[-1][:300] if lines else "")
-
-
-def summarize_run(run: Path) -> dict[str, Any]:
-    """Counts from results.jsonl and the validation verdicts of one run directory."""
-    rows = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines() if line.strip()]
-    base = next((r for r in rows if r.get("is_baseline")), None)
-    sampled = [r for r in rows if not r.get("is_baseline") and r.get("acf")]
-    errors = [str(r.get("error") or "") for r in sampled if r.get("status") != "ok"]
-    runtime_cols = [k for k in (base or {}) if k.startswith("runtime")]
-    out: dict[str, Any] = {
-        "evaluated": len(rows) - 1, "failed": sum(r.get("status") != "ok" for r in rows[1:]),
-        "cut_at_wall_clock": sum(r.get("status") != "ok" and str(r.get("error") or "").startswith(CUT_PREFIX)
-                                 for r in rows[1:]),
-        "baseline_ms": {k: base[k] for k in runtime_cols} if base else None,
-        "acfs_sampled": len(sampled),
-        "acf_wrong_fraction": sum(bool(WRONG.search(e)) for e in errors) / len(sampled) if sampled else None,
-        "acf_fault_fraction": sum(bool(FAULT.search(e)) and not WRONG.search(e) for e in errors) / len(sampled)
-        if sampled else None,
-        "failure_examples": sorted({e[:160] for e in errors})[:5],
-    }
-    timing = (json.loads((run / "run.json").read_text()).get("timing") or [{}])[-1]  # none if killed
-    out.update({k: timing.get(k) for k in ("phases_s", "gpu_busy_fraction", "gpu_build_s_per_candidate")})
-    verdicts = run / "validation.csv"
-    if verdicts.is_file():
-        import pandas as pd
-
-        table = pd.read_csv(verdicts)
-        cands = table[table["role"] == "candidate"] if "role" in table else table
-        control = table[table["role"] == "control"] if "role" in table else table.iloc[0:0]
-        if not cands.empty:
-            best = cands.sort_values("speedup", ascending=False).iloc[0]
-            out["best_validated"] = {k: (None if pd.isna(best.get(k)) else best.get(k).item()
-                                         if hasattr(best.get(k), "item") else best.get(k))
-                                     for k in ("candidate_id", "shape", "speedup", "ci_low", "ci_high", "p_holm",
-                                               "significant")}
-            out["significant_candidates"] = int(cands.groupby("candidate_id")["significant"].all().sum())
-        if not control.empty:
-            c = control.iloc[0]
-            out["control"] = {"speedup": float(c["speedup"]), "p_holm": float(c["p_holm"]),
-                              "significant": bool(c["significant"])}
-    return out
-
-
-def gpu_name() -> str:
-    try:
-        return subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                              text=True, timeout=30).stdout.strip() or "unknown"
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown (no nvidia-smi)"
-
-
-def versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"python": platform.python_version()}
-    for dist in ("helion", "torch", "triton", "compileiq", "nvidia-cuda-nvcc"):
-        try:
-            out[dist] = version(dist)
-        except PackageNotFoundError:
-            out[dist] = "not installed"
-    return out
 
 
 def row(kernel: str, record: dict[str, Any]) -> dict[str, Any]:

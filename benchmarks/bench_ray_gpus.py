@@ -39,7 +39,6 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 
 
 def _gpus() -> list[dict[str, str]]:

@@ -31,7 +31,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import yaml
-from machine import cpu_model, load_average  # benchmarks/ is sys.path[0] when a script runs
+from common import cpu_model, load_average
 
 ROOT = Path(__file__).resolve().parents[1]
 CAMPAIGNS, RATE, GOAL_P99_MS = 50, 60.0, 100.0

@@ -58,13 +58,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from bench_pretuned import gpu_name, versions  # noqa: E402
+from common import gpu_name, versions
 
-from paretotune.kernels.sweeps import SWEEPS  # noqa: E402
-from paretotune.kernels.workloads import TOLERANCES  # noqa: E402
+from paretotune.kernels.sweeps import SWEEPS
+from paretotune.kernels.workloads import TOLERANCES
 
 KERNELS = ("vector_add", "cross_entropy", "dynamic_per_token_scaled_fp8_quant", "rms_norm_per_block_quant",
            "scaled_mm")  # the five pretuned kernels whose sweep has at most 24 shapes

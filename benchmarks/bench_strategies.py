@@ -43,9 +43,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
-from machine import cpu_model, load_average  # benchmarks/ is sys.path[0] when a script runs
+from common import cpu_model, load_average
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from paretotune.campaign.load import load_campaign
 from paretotune.pareto import hypervolume, hypervolume_progress
 from paretotune.runner import loop

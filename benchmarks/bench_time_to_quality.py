@@ -52,17 +52,14 @@ import os
 import platform
 import subprocess
 import sys
-import textwrap
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
-from common import run_with_watchdog  # benchmarks/ is sys.path[0] when a script runs
-from machine import cpu_model, cpu_topology, load_average
-
+from common import run_meta, run_with_watchdog, stored_records
+from common import cpu_model, cpu_topology, load_average
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 ACF_DIR = ROOT / "benchmarks" / "inputs" / "ttq_acfs"
 WORKLOADS = ROOT / ".workloads" / "helion-pretuned-sm90"  # git-ignored; ../shared/workloads/README.md makes it
 STRATEGIES = ("default", "joint", "sequential", "acf-only")  # default: the campaign names no engine (auto)
@@ -172,11 +169,14 @@ def paretotune_arm(work: Path, name: str, spec: dict[str, Any], strategy: str, b
                            "wall_s": time.time() - start, "run_dir": str(out), "log_tail": log[-1500:]}
     if not results.exists():
         return {**row, "error": "no run (see log_tail)", "timeline": []}
-    from paretotune.store import RunDir
+    from paretotune import UserError
 
-    run = RunDir(out)
-    records = run.records()
-    timing = (run.meta().get("timing") or [{}])[-1]
+    try:
+        records = stored_records(out)
+    except UserError as exc:
+        return {**row, "error": f"run unreadable: {exc}", "timeline": []}
+    meta = run_meta(out)
+    timing = (meta.get("timing") or [{}])[-1]
     timeline = []
     for rec in records:
         value = rec.values.get("runtime")
@@ -185,7 +185,7 @@ def paretotune_arm(work: Path, name: str, spec: dict[str, Any], strategy: str, b
     base = next((r for r in records if r.is_baseline), None)
     by_id = {r.candidate_id: r for r in records}
     timeline = sorted(timeline)
-    points = {cid: {"config": by_id[cid].config, "acf_path": str(run.acf_path(by_id[cid].acf))
+    points = {cid: {"config": by_id[cid].config, "acf_path": str(out / "acf" / f"{by_id[cid].acf}.acf")
                     if by_id[cid].acf else None, "is_baseline": by_id[cid].is_baseline,
                     "search_speedup": paired_speedup(by_id[cid])}
               for cid in improvements(timeline)}
@@ -194,7 +194,7 @@ def paretotune_arm(work: Path, name: str, spec: dict[str, Any], strategy: str, b
             "baseline_ms": base.values.get("runtime") if base else None, "timeline": timeline, "points": points,
             "gpu_busy_fraction": timing.get("gpu_busy_fraction"), "schedule": timing.get("schedule"),
             "gpu_build_s_per_candidate": timing.get("gpu_build_s_per_candidate"), "phases_s": timing.get("phases_s"),
-            "start_s": run.meta().get("start_s"), "max_candidate_gpu_s": max(held, default=None),
+            "start_s": meta.get("start_s"), "max_candidate_gpu_s": max(held, default=None),
             "hung_candidates": timing.get("hung_candidates"), "gpu_lost_s": timing.get("gpu_lost_s"),
             "clocks": timing.get("clocks"), "baseline_drift": timing.get("baseline_drift"),
             "host_load": timing.get("host_load")}

@@ -24,10 +24,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from machine import cpu_model, cpu_topology, load_average  # benchmarks/ is sys.path[0] when a script runs
+from common import cpu_model, cpu_topology, load_average
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def breakdown(records: list) -> dict:

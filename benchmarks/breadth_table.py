@@ -19,13 +19,11 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_capture import last_error  # noqa: E402
+from common import last_error
 
 FIELDS = ["program", "kernel", "status", "why", "outputs", "baseline_source", "baseline_ms", "acf_candidates",
           "acf_wrong", "acf_only_search_best"]

@@ -9,8 +9,12 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import sys
 import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
 
 
 def child_inits_cuda() -> str:
@@ -27,10 +31,13 @@ def probe(preload: list[str]) -> str:
     """One fresh interpreter per list: a process starts only one fork server."""
     import subprocess
 
-    code = ("import multiprocessing as mp, sys; sys.path.insert(0, 'benchmarks'); from check_fork_cuda import "
+    code = ("import multiprocessing as mp; from check_fork_cuda import "
             f"child_inits_cuda\nif __name__ == '__main__':\n ctx = mp.get_context('forkserver'); "
             f"ctx.set_forkserver_preload({preload!r})\n with ctx.Pool(1) as p: print(p.apply(child_inits_cuda))")
-    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=300)
+    # the child finds this file by PYTHONPATH (the fork server's children unpickle child_inits_cuda by its name)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=300,
+                         env=env)
     return (out.stdout.strip().splitlines() or [out.stderr.strip()[-300:]])[-1]
 
 

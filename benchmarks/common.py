@@ -1,4 +1,9 @@
-"""What several benchmark scripts share: running another tool's arm in a child under a watchdog.
+"""What several benchmark scripts share, so that no script imports another: facts about the machine a figure was
+taken on, the versions and GPU it names, one run directory summed up, a log's telling line, and running another
+tool's arm in a child under a watchdog.
+
+Scripts run as ``python benchmarks/NAME.py`` (Python puts ``benchmarks/`` first on ``sys.path``), so ``import
+common`` finds this file without any script editing ``sys.path``; see ``benchmarks/README.md``.
 
 A head-to-head must survive a peer that hangs or overruns (Helion's autotuner hung on a sampled ACF until an
 outer timeout killed it, and overran a 108 s budget to 243 s on layer_norm): its arm runs in a child process
@@ -8,15 +13,186 @@ from __future__ import annotations
 
 import json
 import os
+import platform
+import re
 import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 RESULT_PREFIX = "TTQ_RESULT "  # the line a child prints with its JSON result
 GRACE_S = 15.0  # past its budget an arm may still be closing (writing its result); longer is an overrun
 STALLED_S = 20.0  # a child killed with no sign of progress for this long had hung, not overrun
+WRONG = re.compile(r"wrong answer|wrong shape|NaN in output|no output", re.I)
+FAULT = re.compile(r"fault|illegal|CUDA error|worker died|crash|signal|core dumped|misaligned", re.I)
+
+
+# -- the machine and the versions a figure was taken with ----------------------------------------------------
+def load_average() -> list[float] | None:
+    """1/5/15-minute load: a busy machine explains a slow figure."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def cpu_topology() -> dict[str, int | None]:
+    """Logical CPUs, physical cores and sockets: 16 "cores" may be 8 cores with two threads each."""
+    cores: set[tuple[str, str]] = set()
+    phys, core = "", ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("physical id"):
+                phys = line.split(":", 1)[1].strip()
+            elif line.startswith("core id"):
+                core = line.split(":", 1)[1].strip()
+                cores.add((phys, core))
+    except OSError:
+        pass
+    return {"logical_cpus": os.cpu_count(), "usable_cpus": len(os.sched_getaffinity(0)),
+            "physical_cores": len(cores) or None, "sockets": len({p for p, _ in cores}) or None}
+
+
+def gpu_name() -> str:
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                              text=True, timeout=30).stdout.strip() or "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown (no nvidia-smi)"
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for dist in ("helion", "torch", "triton", "compileiq", "nvidia-cuda-nvcc"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+# -- what a run or a log says --------------------------------------------------------------------------------
+def summarize_run(run: Path) -> dict[str, Any]:
+    """Counts from results.jsonl and the validation verdicts of one run directory."""
+    from paretotune.build.base import CUT_PREFIX  # no public form: the error prefix of a candidate cut at the limit
+
+    rows = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines() if line.strip()]
+    base = next((r for r in rows if r.get("is_baseline")), None)
+    sampled = [r for r in rows if not r.get("is_baseline") and r.get("acf")]
+    errors = [str(r.get("error") or "") for r in sampled if r.get("status") != "ok"]
+    runtime_cols = [k for k in (base or {}) if k.startswith("runtime")]
+    out: dict[str, Any] = {
+        "evaluated": len(rows) - 1, "failed": sum(r.get("status") != "ok" for r in rows[1:]),
+        "cut_at_wall_clock": sum(r.get("status") != "ok" and str(r.get("error") or "").startswith(CUT_PREFIX)
+                                 for r in rows[1:]),
+        "baseline_ms": {k: base[k] for k in runtime_cols} if base else None,
+        "acfs_sampled": len(sampled),
+        "acf_wrong_fraction": sum(bool(WRONG.search(e)) for e in errors) / len(sampled) if sampled else None,
+        "acf_fault_fraction": sum(bool(FAULT.search(e)) and not WRONG.search(e) for e in errors) / len(sampled)
+        if sampled else None,
+        "failure_examples": sorted({e[:160] for e in errors})[:5],
+    }
+    timing = (json.loads((run / "run.json").read_text()).get("timing") or [{}])[-1]  # none if killed
+    out.update({k: timing.get(k) for k in ("phases_s", "gpu_busy_fraction", "gpu_build_s_per_candidate")})
+    verdicts = run / "validation.csv"
+    if verdicts.is_file():
+        out.update(_verdicts(verdicts))
+    return out
+
+
+def _verdicts(path: Path) -> dict[str, Any]:
+    """The best validated candidate, how many were significant on every shape, and the control's verdict."""
+    import pandas as pd
+
+    out: dict[str, Any] = {}
+    table = pd.read_csv(path)
+    cands = table[table["role"] == "candidate"] if "role" in table else table
+    control = table[table["role"] == "control"] if "role" in table else table.iloc[0:0]
+    if not cands.empty:
+        best = cands.sort_values("speedup", ascending=False).iloc[0]
+        out["best_validated"] = {k: (None if pd.isna(best.get(k)) else best.get(k).item()
+                                     if hasattr(best.get(k), "item") else best.get(k))
+                                 for k in ("candidate_id", "shape", "speedup", "ci_low", "ci_high", "p_holm",
+                                           "significant")}
+        out["significant_candidates"] = int(cands.groupby("candidate_id")["significant"].all().sum())
+    if not control.empty:
+        c = control.iloc[0]
+        out["control"] = {"speedup": float(c["speedup"]), "p_holm": float(c["p_holm"]),
+                          "significant": bool(c["significant"])}
+    return out
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    """One stored candidate as the public reader gives it (``paretotune.open_run(run).results``, one row per
+    candidate), its JSON fields decoded and its objective columns gathered in ``values``."""
+
+    candidate_id: int
+    generation: int
+    config: dict[str, Any]
+    acf: str | None
+    is_baseline: bool
+    status: str
+    error: str
+    measure_s: float
+    values: dict[str, float]
+    stages: dict[str, float]
+    extra: dict[str, Any]
+
+
+_FIELDS = {"candidate_id", "generation", "config", "acf", "is_baseline", "status", "error", "compile_s",
+           "measure_s", "stages", "extra"}
+
+
+def stored_records(run: Path) -> list[StoredRecord]:
+    """A run's records, in file order, through ``paretotune.open_run`` (the checks every command makes; a
+    damaged run is its one-line ``UserError``)."""
+    import math
+
+    import paretotune
+
+    out = []
+    for row in paretotune.open_run(run).results.to_dict("records"):
+        values = {k: float(v) for k, v in row.items() if k not in _FIELDS and isinstance(v, (int, float))
+                  and not isinstance(v, bool) and not math.isnan(v)}
+        out.append(StoredRecord(
+            candidate_id=int(row["candidate_id"]), generation=int(row["generation"]),
+            config=json.loads(row["config"]), acf=row["acf"] or None, is_baseline=bool(row["is_baseline"]),
+            status=str(row["status"]), error=str(row.get("error") or ""), measure_s=float(row.get("measure_s") or 0),
+            values=values, stages=json.loads(row.get("stages") or "{}"), extra=json.loads(row.get("extra") or "{}")))
+    return out
+
+
+def run_meta(run: Path) -> dict[str, Any]:
+    """``run.json`` of a run directory (its documented metadata: timing entries, start-up seconds, versions)."""
+    return json.loads((run / "run.json").read_text())
+
+
+def last_error(log: Path) -> str:
+    """The line of a log that says why: paretotune's own error, else the last exception line, else the last line
+    (a run's closing notes and a capture's empty table came after the error in the 2026-12-02 calls)."""
+    lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip() and "Warning" not in ln]
+    for line in reversed(lines):
+        if line.startswith("paretotune: error") or re.match(r"^[\w.]*(Error|Exception|Interrupt)\b", line):
+            return line[:300]
+    return lines[-1][:300] if lines else ""
+
+
+# -- another tool's arm, under a watchdog --------------------------------------------------------------------
 
 
 @dataclass

@@ -2,6 +2,8 @@
 # Two gpu_session.sh invocations at once, one per GPU, then optional steps on every GPU; results packed for $OUT.
 # Usage (device machine, repository root): bash benchmarks/device_call.sh NAME "GPU0 STEPS" "GPU1 STEPS" "ALL-GPU STEPS"
 # Extra environment (TESTS_TIMEOUT, GPU_TEST_PATHS, ...) is given per stream as VAR=value words before the steps.
+# Each stream runs `bash benchmarks/gpu_session.sh` from the repository root, which runs every script as
+# `python3 benchmarks/NAME.py` with PYTHONPATH=$PWD (benchmarks/README.md says why).
 set -uo pipefail
 name=$1; RES=${OUT:-/tmp/res}; W=/tmp/$name; mkdir -p "$W"
 bash .devbundle/install.sh >/dev/null

@@ -3,6 +3,8 @@
 # Usage on the GPU machine (repository root): bash benchmarks/gpu_session.sh STEP...
 #   steps: env clock rope keys tests noise attribution ship pretuned pretuned_joint pretuned_mo shared occupancy ncu helion fusion ttq ttq_more compile strategies ray capture ablation
 # Steps use the GPUs in CUDA_VISIBLE_DEVICES; two invocations with different GPUs and OUT folders can run at once.
+# Every script runs as `python3 benchmarks/NAME.py` from the repository root, paretotune found through PYTHONPATH
+# (set below): the script's folder is then first on sys.path, so `import common` works (benchmarks/README.md).
 set -uo pipefail
 { [ -f /tmp/devenv ] || bash .devbundle/install.sh >/dev/null; } && source /tmp/devenv
 export PYTHONPATH=$PWD:${PYTHONPATH:-} CIQ_SEARCH_SPACES_DIR=$PWD/.ciq PYTHONUNBUFFERED=1 TRITON_DEFAULT_FP_FUSION=1
@@ -86,12 +88,12 @@ for step in "$@"; do
       log ttq_more; timeout ${TTQ_MORE_TIMEOUT:-560} python3 benchmarks/bench_time_to_quality.py --out "$OUTDIR/ttq_more" \
         ${TTQ_MORE_ARGS:-} 2>&1 | tail -40 ;;
     compile)  # seconds per Helion compile on this host's CPU, one process alone and twelve at once
-      log compile; (cd benchmarks && timeout ${COMPILE_TIMEOUT:-150} python3 bench_helion_compile.py \
-        --out "$OUTDIR/helion_compile.json" --configs 6 --parallel 1,12) 2>&1 | grep -v "^{" | tail -8 ;;
+      log compile; timeout ${COMPILE_TIMEOUT:-150} python3 benchmarks/bench_helion_compile.py \
+        --out "$OUTDIR/helion_compile.json" --configs 6 --parallel 1,12 2>&1 | grep -v "^{" | tail -8 ;;
     strategies)  # joint vs sequential vs random with runtime (speedup) objectives, 5 repeats, 2 kernels
-      log strategies; (cd benchmarks && timeout ${STRATEGIES_TIMEOUT:-330} python3 bench_strategies.py --evaluator kept \
+      log strategies; timeout ${STRATEGIES_TIMEOUT:-330} python3 benchmarks/bench_strategies.py --evaluator kept \
         --kernels softmax,layer_norm --objectives "speedup, registers" --repeats ${STRATEGIES_REPEATS:-5} --generations 2 --workers 6 \
-        --warmup-ms 5 --rep-ms 25 --bootstrap 10000 --out "$OUTDIR/strategies_h200") 2>&1 | tail -40 ;;
+        --warmup-ms 5 --rep-ms 25 --bootstrap 10000 --out "$OUTDIR/strategies_h200" 2>&1 | tail -40 ;;
     capture)  # issue 31: capture a Liger training step and Helion's examples' main()s, tune/run their campaigns (CAPTURE_ARGS)
       log capture; timeout ${CAPTURE_TIMEOUT:-570} python3 benchmarks/bench_capture.py --out "$OUTDIR/capture" \
         ${CAPTURE_ARGS:-} 2>&1 | tail -60 ;;
@@ -99,7 +101,7 @@ for step in "$@"; do
       w=$(ls .whl/liger_kernel-*.whl 2>/dev/null | tail -1)  # Liger-Kernel is pure Python: its wheel, unzipped
       [ -n "$w" ] && [ ! -d /tmp/liger_site ] && python3 -m zipfile -e "$w" /tmp/liger_site
       for p in ${ABLATION_PROGRAMS:-liger loop}; do
-        log "ablation $p"; PYTHONPATH=/tmp/liger_site:$PYTHONPATH timeout ${ABLATION_TIMEOUT:-150} \
+        log "ablation $p"; PYTHONPATH=/tmp/liger_site:$PWD/tests/capture/programs/lib:$PYTHONPATH timeout ${ABLATION_TIMEOUT:-150} \
           python3 benchmarks/bench_capture_ablation.py --program $p \
           --out "$OUTDIR/ablation_$p.json" ${ABLATION_ARGS:-} 2>&1 | tail -8
       done ;;

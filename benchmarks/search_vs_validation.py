@@ -3,7 +3,7 @@ baseline's time over its own, per shape) beside validation's, and the run's cand
 
     python benchmarks/search_vs_validation.py RUN_DIR [RUN_DIR ...] --out OUT.json
 
-Reads ``results.jsonl`` (the records' ``ratio_to_baseline`` per shape), ``validation.json`` (its verdicts) and
+Reads, through ``paretotune.open_run``, ``results.jsonl`` (the records' ``ratio_to_baseline`` per shape), ``validation.json`` (its verdicts) and
 ``run.json`` (the search's timing entry: clocks, drift, host load, GPU busy, hung time) of each run.
 """
 from __future__ import annotations
@@ -14,13 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from paretotune.store import RunDir
+from common import run_meta, stored_records
 
 
 def compare(run_dir: Path) -> dict[str, Any]:
-    run = RunDir(run_dir)
-    records = {r.candidate_id: r for r in run.records()}
-    meta = run.meta()
+    records = {r.candidate_id: r for r in stored_records(run_dir)}
+    meta = run_meta(run_dir)
     timing = (meta.get("timing") or [{}])[-1]
     out: dict[str, Any] = {"run_dir": str(run_dir), "candidates": len(records) - 1,
                            "search_wall_s": timing.get("search_wall_s"),

@@ -1,9 +1,0 @@
-# Pinned by paretotune: validated speedup vs the default build (llm: 1.037x).
-# ACF: +3.7 % over the same config without it.
-# Kernel spec: paretotune.kernels.bundled.layer_norm:triton_layer_norm. The ACF needs ptxas 13.3: set TRITON_PTXAS_PATH (and
-# TRITON_PTXAS_BLACKWELL_PATH) to it before importing triton.
-from pathlib import Path
-
-ACF = str(Path(__file__).with_name("cand14_5b732250370c.acf"))
-LAUNCH_KWARGS = dict(BLOCK_SIZE=4096, num_stages=3, num_warps=8, ptx_options=f"--apply-controls {ACF}")
-# use: kernel[grid](*args, **LAUNCH_KWARGS)
