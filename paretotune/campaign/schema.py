@@ -220,17 +220,18 @@ class HelionSearchSpec(_Strict):
     @field_validator("algorithm")
     @classmethod
     def _known_algorithm(cls, v: str) -> str:
-        from paretotune.search.registry import HELION_ALGORITHMS
+        from paretotune.search.catalog import choices
 
-        if v not in HELION_ALGORITHMS:
-            raise ValueError(f"unknown Helion search algorithm '{v}' (known: {_known(HELION_ALGORITHMS)})")
+        known = choices("helion", "algorithm")
+        if v not in known:
+            raise ValueError(f"unknown Helion search algorithm '{v}' (known: {_known(known)})")
         return v
 
 
 class SearchSpec(_Strict):
     """The engine and the budget: the campaign stops at generations × pool_size evaluations or wall time.
     ``engine: auto`` (the default): Helion's own search, ACFs as one more dimension, for a joint search of a
-    Helion kernel whose space is Helion's ConfigSpec; CompileIQ otherwise (``search/registry.py``)."""
+    Helion kernel whose space is Helion's ConfigSpec; CompileIQ otherwise (``search/catalog.py``)."""
 
     engine: str = "auto"
     helion: HelionSearchSpec = HelionSearchSpec()
@@ -246,10 +247,10 @@ class SearchSpec(_Strict):
     @field_validator("engine")
     @classmethod
     def _known_engine(cls, v: str) -> str:
-        from paretotune.search.registry import ENGINE_NAMES
+        from paretotune.search.catalog import engine_names
 
-        if v not in ENGINE_NAMES:
-            raise ValueError(f"unknown engine '{v}' (known: {_known(ENGINE_NAMES)})")
+        if v not in engine_names():
+            raise ValueError(f"unknown engine '{v}' (known: {_known(engine_names())})")
         return v
 
     @property
@@ -360,7 +361,7 @@ class CampaignSpec(_Strict):
 
     @model_validator(mode="after")
     def _engine_fits(self) -> CampaignSpec:
-        from paretotune.search.registry import search_problem
+        from paretotune.search.catalog import search_problem
 
         problem = search_problem(self.search.engine, self.search.strategy, self.acf.kind)
         if problem:
@@ -379,7 +380,7 @@ class CampaignSpec(_Strict):
     @field_validator("search")
     @classmethod
     def _search_fits_acf(cls, v: SearchSpec, info: ValidationInfo) -> SearchSpec:
-        from paretotune.search.registry import search_problem
+        from paretotune.search.catalog import search_problem
 
         acf = info.data.get("acf")  # validated before search (field order); absent if it was invalid
         problem = search_problem(v.engine, v.strategy, acf.kind) if acf is not None else None

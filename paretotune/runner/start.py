@@ -150,7 +150,7 @@ def engine_note(campaign: Campaign, adapter: Any) -> str | None:
     """One line when Helion's own search runs (``engine: auto`` picks it for a Helion ConfigSpec); an explicit
     ``engine: helion`` on a kernel without one fails here, before the run directory exists."""
     from paretotune.errors import UserError
-    from paretotune.search.registry import resolve_engine
+    from paretotune.search.catalog import resolve_engine
 
     search = campaign.spec.search
     native = native_space(campaign, adapter) is not None
