@@ -60,7 +60,7 @@ def native_space(campaign: Campaign, adapter: Any) -> Any:
 def run_meta(campaign: Campaign, ptxas: Ptxas, columns: Sequence[ObjectiveColumn], seed: int) -> dict[str, Any]:
     import platform
 
-    from paretotune import __version__
+    from paretotune.version import __version__
 
     versions: dict[str, str] = {"paretotune": __version__, "ptxas": ptxas.version, "python": platform.python_version()}
     for dist in ("triton", "torch", "compileiq", "helion"):
