@@ -272,11 +272,11 @@ class EvaluationSpec(_Strict):
     # A search candidate's GPU measurement is cut off, per shape, at this multiple of the baseline's measurement
     # time, never sooner than measure_timeout_min_s nor later than measure_timeout_s (0: always
     # measure_timeout_s). Some sampled ACFs build kernels that never finish; each one held the GPU worker for the
-    # full limit (a joint layer_norm campaign on the H200 stored 2 records in 159 s, 2026-12-01).
+    # full limit, so a campaign stored almost nothing before its wall clock ran out.
     measure_timeout_vs_baseline: float = ratio(20.0)
     measure_timeout_min_s: float = duration(10.0, DAY_S)
-    # GPU worker processes kept ready to take over after a CUDA fault (each holds a CUDA context). On the H200
-    # host a replacement took ~8 s to be ready while faulting ACFs came a few seconds apart (2026-11-30)
+    # GPU worker processes kept ready to take over after a CUDA fault (each holds a CUDA context): a replacement
+    # takes seconds to be ready, longer than faulting ACFs may come apart (docs/results.md)
     gpu_spares: StrictInt = Field(default=3, ge=0, le=8)
     device: str = "cuda:0"
     warmup_ms: float = duration(25.0, MINUTE_MS, zero_ok=True)  # 0: no warm-up
