@@ -7,14 +7,11 @@ calls into one campaign per kernel; :func:`shipped_acfs` applies shipped ACFs to
 """
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
-# when this process first imported paretotune: a command's wall-clock budget counts from here
-# (runner/session.process_age_s)
-IMPORTED_AT = time.monotonic()
+# first, so that IMPORTED_AT is the time this process first imported paretotune (paretotune/version.py)
+from paretotune.version import IMPORTED_AT, __version__
 
-__version__ = "0.1.0"
 __all__ = ["HelionKernel", "Run", "TritonKernel", "UserError", "capture", "open_run", "run", "shipped_acfs"]
 
 if TYPE_CHECKING:

@@ -158,7 +158,8 @@ def capture(out: str | Path, *, values: bool | list[str] = False, shapes: int = 
 
     from paretotune.capturing import hooks
     from paretotune.capturing.recorder import Recorder
-    from paretotune.commands.capture import campaign_options, finish, prepare_out
+    from paretotune.campaign.capture_check import check_in_child
+    from paretotune.capturing.folder import campaign_options, finish, prepare_out
 
     options = campaign_options(shapes, generations, wall_clock_s)
     folder = Path(out)
@@ -178,7 +179,7 @@ def capture(out: str | Path, *, values: bool | list[str] = False, shapes: int = 
     finally:
         hooks.uninstall()
         recorder.save(folder, {"argv": list(sys.argv), "cwd": os.getcwd(), "mode": "python"}, status)
-        result.kernels, result.summary = finish(folder, options, check=check)
+        result.kernels, result.summary = finish(folder, options, check=check_in_child if check else None)
 
 
 @contextlib.contextmanager

@@ -12,9 +12,9 @@ Every process a run starts belongs to a process group that is killed on every wa
   descendant whose parent died is handed to it, and every child but multiprocessing's own helpers is killed
   when the command ends; SIGTERM becomes a KeyboardInterrupt there, so that way out is an ordinary unwind.
 
-The 2026-12-01 audit: a kernel file that forked 3 sleeping children at import left 11 processes for about
-5 minutes (its children, the fork server, the resource tracker, the children forked in pool workers), and a
-caller reading the CLI's stdout waited for them. Linux-only parts (``/proc``, ``prctl``) do nothing elsewhere.
+Without this, a kernel file that forks sleeping children at import leaves processes behind for minutes (its
+children, the fork server, the resource tracker, the children forked in pool workers), and a caller reading the
+CLI's stdout waits for them. Linux-only parts (``/proc``, ``prctl``) do nothing elsewhere.
 """
 from __future__ import annotations
 

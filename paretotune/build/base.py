@@ -33,9 +33,9 @@ def cut_by_wall_clock(what: str) -> str:
 
 
 def was_cut(record: TrialRecord) -> bool:
-    """A failure the wall clock made, not the candidate: on the H200 up to 16 of a 40-90-candidate campaign's
-    failures were builds and measurements still in flight at the cut (2026-12-01), counted apart so that they
-    do not read as broken configs or ACFs."""
+    """A failure the wall clock made, not the candidate: the builds and measurements still in flight at the cut
+    (a good share of a short campaign's failures), counted apart so that they do not read as broken configs or
+    ACFs."""
     return record.status != "ok" and record.error.startswith(CUT_PREFIX)
 
 
@@ -58,7 +58,7 @@ GPU_WAIT_FLOOR_S = 1.0  # the least a candidate's wait for the GPU may take befo
 TIMING_FLOOR_S = 2.0  # the least a timing step may take (a profiler or a graph capture starts in it)
 BUILD_FLOOR_S = 5.0  # the least a build step on the GPU worker may take (a restarted worker opens its shape)
 BUILD_VS_BASELINE = 5.0  # x the baseline's longest build step: the CPU pool built the candidate already, so the
-# GPU worker's build is a cache load; one that compiles again (10-37 s on the H200 host) holds the GPU idle
+# GPU worker's build is a cache load; one that compiles again (tens of seconds) holds the GPU idle
 
 
 def phase_limits(evaluation: Any, baseline: TrialRecord | None,

@@ -48,9 +48,9 @@ STARTUP_GRACE_S = 90.0  # a fresh worker imports torch and Triton before its fir
 CLOSE_POLL_S = 1.0
 FEED_POLL_S = 0.05  # how soon a free worker takes a candidate put into the feed while others compile
 CUT_AT_WALL_CLOCK = cut_by_wall_clock("build finished")
-# Seconds to import; preloaded when this process has them. Helion only with a CPU build of torch: on
-# an H200 host, with helion preloaded, every forked worker failed with "Cannot re-initialize CUDA in forked
-# subprocess" (2026-11-30, benchmarks/results/h200_fork_cuda.json); torch promises a fork-safe import.
+# Seconds to import; preloaded when this process has them. Helion only with a CPU build of torch: Helion's
+# import initializes CUDA, and every worker forked after it fails with "Cannot re-initialize CUDA in forked
+# subprocess" (benchmarks/check_fork_cuda.py); torch promises a fork-safe import.
 HEAVY_MODULES = ("torch", "triton")
 CPU_ONLY_MODULES = ("helion",)
 PRELOAD = ("paretotune.campaign.resolve", "paretotune.build.static_job")

@@ -107,9 +107,9 @@ def _import_helion_for(campaign: Any) -> None:
 
 def warm_up_compiler(adapter: Any, campaign: Any) -> None:
     """Compile the default config for every shape, on the CPU only, so that a fresh process's first candidate
-    does not pay the compiler's cold start. On an H200 host a pool worker's first Helion compiles took 3.4-4.7 s
-    against 1.3-2.0 s later, and a GPU worker's first build 1.7-3.2 s against 0.03-0.1 s. Nothing runs on the
-    GPU, where another worker may be timing. Errors are left for the baseline candidate to report."""
+    does not pay the compiler's cold start (a worker's first Helion compiles take a few times as long as later
+    ones; docs/results.md). Nothing runs on the GPU, where another worker may be timing. Errors are left for the
+    baseline candidate to report."""
     with contextlib.suppress(Exception), contextlib.redirect_stdout(io.StringIO()):
         for shape in campaign.shapes:
             adapter.precompile(adapter.default_config(shape), shape, None, campaign.target)

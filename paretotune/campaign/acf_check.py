@@ -17,7 +17,8 @@ def check_acf_files(campaign: Campaign) -> None:
         return
     from paretotune.toolchain.acf_sources import acf_options
 
-    acf_options(campaign.spec.acf, campaign.path.parent, f"{campaign.path}: acf")
+    acf = campaign.spec.acf
+    acf_options(acf.files, acf.pack, campaign.path.parent, f"{campaign.path}: acf")
 
 
 def check_search_space(campaign: Campaign) -> dict[str, str] | None:

@@ -27,7 +27,7 @@ from paretotune.campaign.schema import CampaignSpec
 from paretotune.campaign.safe_yaml import MAX_BYTES
 from paretotune.errors import UserError
 from paretotune.records import Shape
-from paretotune.search.registry import pool_size_problem
+from paretotune.search.catalog import pool_size_problem
 from paretotune.text_file import not_a_file, read_text
 from paretotune.toolchain.arch import TARGETS, TargetArch
 

@@ -220,17 +220,18 @@ class HelionSearchSpec(_Strict):
     @field_validator("algorithm")
     @classmethod
     def _known_algorithm(cls, v: str) -> str:
-        from paretotune.search.registry import HELION_ALGORITHMS
+        from paretotune.search.catalog import choices
 
-        if v not in HELION_ALGORITHMS:
-            raise ValueError(f"unknown Helion search algorithm '{v}' (known: {_known(HELION_ALGORITHMS)})")
+        known = choices("helion", "algorithm")
+        if v not in known:
+            raise ValueError(f"unknown Helion search algorithm '{v}' (known: {_known(known)})")
         return v
 
 
 class SearchSpec(_Strict):
     """The engine and the budget: the campaign stops at generations × pool_size evaluations or wall time.
     ``engine: auto`` (the default): Helion's own search, ACFs as one more dimension, for a joint search of a
-    Helion kernel whose space is Helion's ConfigSpec; CompileIQ otherwise (``search/registry.py``)."""
+    Helion kernel whose space is Helion's ConfigSpec; CompileIQ otherwise (``search/catalog.py``)."""
 
     engine: str = "auto"
     helion: HelionSearchSpec = HelionSearchSpec()
@@ -246,10 +247,10 @@ class SearchSpec(_Strict):
     @field_validator("engine")
     @classmethod
     def _known_engine(cls, v: str) -> str:
-        from paretotune.search.registry import ENGINE_NAMES
+        from paretotune.search.catalog import engine_names
 
-        if v not in ENGINE_NAMES:
-            raise ValueError(f"unknown engine '{v}' (known: {_known(ENGINE_NAMES)})")
+        if v not in engine_names():
+            raise ValueError(f"unknown engine '{v}' (known: {_known(engine_names())})")
         return v
 
     @property
@@ -271,11 +272,11 @@ class EvaluationSpec(_Strict):
     # A search candidate's GPU measurement is cut off, per shape, at this multiple of the baseline's measurement
     # time, never sooner than measure_timeout_min_s nor later than measure_timeout_s (0: always
     # measure_timeout_s). Some sampled ACFs build kernels that never finish; each one held the GPU worker for the
-    # full limit (a joint layer_norm campaign on the H200 stored 2 records in 159 s, 2026-12-01).
+    # full limit, so a campaign stored almost nothing before its wall clock ran out.
     measure_timeout_vs_baseline: float = ratio(20.0)
     measure_timeout_min_s: float = duration(10.0, DAY_S)
-    # GPU worker processes kept ready to take over after a CUDA fault (each holds a CUDA context). On the H200
-    # host a replacement took ~8 s to be ready while faulting ACFs came a few seconds apart (2026-11-30)
+    # GPU worker processes kept ready to take over after a CUDA fault (each holds a CUDA context): a replacement
+    # takes seconds to be ready, longer than faulting ACFs may come apart (docs/results.md)
     gpu_spares: StrictInt = Field(default=3, ge=0, le=8)
     device: str = "cuda:0"
     warmup_ms: float = duration(25.0, MINUTE_MS, zero_ok=True)  # 0: no warm-up
@@ -360,7 +361,7 @@ class CampaignSpec(_Strict):
 
     @model_validator(mode="after")
     def _engine_fits(self) -> CampaignSpec:
-        from paretotune.search.registry import search_problem
+        from paretotune.search.catalog import search_problem
 
         problem = search_problem(self.search.engine, self.search.strategy, self.acf.kind)
         if problem:
@@ -379,7 +380,7 @@ class CampaignSpec(_Strict):
     @field_validator("search")
     @classmethod
     def _search_fits_acf(cls, v: SearchSpec, info: ValidationInfo) -> SearchSpec:
-        from paretotune.search.registry import search_problem
+        from paretotune.search.catalog import search_problem
 
         acf = info.data.get("acf")  # validated before search (field order); absent if it was invalid
         problem = search_problem(v.engine, v.strategy, acf.kind) if acf is not None else None

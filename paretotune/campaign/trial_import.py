@@ -29,7 +29,7 @@ from paretotune.processes import kill_group, kill_own_group_when_closed, lead_ow
 
 DEFAULT_TIMEOUT_S = 120.0  # importing Helion on a busy 2-core machine takes tens of seconds
 TIMEOUT_ENV = "PARETOTUNE_IMPORT_TIMEOUT_S"
-OUTPUT_CAP_BYTES = 4096  # of what the trial's imports print, shown (the 2026-12-04 audit: a 10 MB print, all shown)
+OUTPUT_CAP_BYTES = 4096  # of what the trial's imports print, shown (a kernel file may print megabytes)
 
 
 @dataclass(frozen=True)
@@ -84,9 +84,9 @@ def kernel_mentions_helion(campaign: Any) -> bool:
 def _preload(names: tuple[str, ...] = ("torch", "triton")) -> None:
     """Import ``names`` here (absent or broken ones are the trial import's to report). Before the fork: torch
     and Triton, so the child need not. Helion only after it, while the child imports: Helion's import
-    initializes CUDA (2026-11-30, benchmarks/results/h200_fork_cuda.json), and a child forked after that
-    fails on any CUDA call at import time; imported in the child and then here, one after the other, it cost a
-    Helion campaign about 20 s before its first record on the H200 host (2026-12-01)."""
+    initializes CUDA (``benchmarks/check_fork_cuda.py`` shows it), and a child forked after that fails on any
+    CUDA call at import time; imported in the child and then here, one after the other, the two imports would
+    delay a Helion campaign's first record by both."""
     for name in names:
         try:
             importlib.import_module(name)
@@ -138,7 +138,7 @@ def trial_imports(codes: Sequence[Code]) -> None:
     The child leads its own process group, and the group (the child and whatever the imports started) is
     killed when the trial ends, however it ends; the child kills it too if this process dies. The answer is the
     child's one-line message, read as soon as it is whole: a process an import forked may hold the pipes open
-    long after (the 2026-12-01 audit: "did not finish within 5 s" for a file that had finished and forked)."""
+    long after (waiting for them reported a trial that had finished as one that timed out)."""
     if not codes:
         return
     limit = timeout_s()

@@ -2,23 +2,24 @@
 
 ``paretotune capture --out DIR -- python my_program.py [args]`` runs the program unchanged in a child Python
 (:mod:`paretotune.capturing.run_program`), with this command's exit status being the program's. Then it writes
-the ranked summary and the campaigns (:mod:`paretotune.capturing.writer`) and checks that each campaign
-resolves as ``paretotune run`` will resolve it (in a fresh process, without ``TRITON_INTERPRET``); a kernel
-whose campaign does not is listed with the reason and its files are removed.
+the ranked summary and the campaigns (:mod:`paretotune.capturing.folder`) and checks that each campaign
+resolves as ``paretotune run`` will resolve it (:mod:`paretotune.campaign.capture_check`: in a fresh process,
+without ``TRITON_INTERPRET``); a kernel whose campaign does not is listed with the reason and its files are
+removed.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
+from paretotune.campaign.capture_check import check_in_child
 from paretotune.capturing import SAMPLE_EVERY, TIME_FIRST, TIMING
+from paretotune.capturing.folder import campaign_options, check_out, finish, prepare_out
 from paretotune.errors import UserError
 
 PYTHON = re.compile(r"^python[0-9.]*(\.exe)?$")
@@ -63,7 +64,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"paretotune: capture: the program ended (exit code {code}) before its capture was saved; "
               "nothing written", file=sys.stderr)
         return code or 1
-    rows, text = finish(args.out, options, check=not args.no_check)
+    rows, text = finish(args.out, options, check=None if args.no_check else check_in_child)
     print(text, end="")
     unknown = sorted(set(values and args.values != "*" and args.values.split(",") or []) - {r.kernel for r in rows})
     if unknown:
@@ -120,95 +121,3 @@ def require_gpu_or_interpreter() -> None:
     if not torch.cuda.is_available():
         raise UserError("capture: no GPU here: set TRITON_INTERPRET=1 to run the program's kernels on the CPU "
                         "(TRITON_INTERPRET=1 paretotune capture ...)")
-
-
-def campaign_options(shapes: int, generations: int, wall_clock_s: float | None) -> Any:
-    from paretotune.capturing.writer import CampaignOptions
-
-    if shapes < 1:
-        raise UserError(f"--shapes: {shapes} is less than 1")
-    if generations < 1:
-        raise UserError(f"--generations: {generations} is less than 1")
-    if wall_clock_s is not None and not wall_clock_s > 0:
-        raise UserError(f"--wall-clock-s: {wall_clock_s} is not positive")
-    return CampaignOptions(shapes=shapes, generations=generations, wall_clock_s=wall_clock_s)
-
-
-def check_out(out: Path) -> None:
-    """Refuse a capture folder that holds a capture or is a file."""
-    from paretotune.capturing.recorder import RECORD
-
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out: {out} is a file, not a folder")
-    if (out / RECORD).exists():
-        raise UserError(f"--out: {out} already holds a capture ({RECORD}); remove it or choose another folder")
-
-
-def prepare_out(out: Path) -> bool:
-    """Make the capture folder; refuse one that holds a capture or is a file. Whether it was made here."""
-    check_out(out)
-    created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
-    return created
-
-
-def finish(out: Path, options: Any, *, check: bool = True) -> tuple[list[Any], str]:
-    """From ``out/capture.json``: the campaigns, their check, the summary. (rows, summary text)."""
-    from paretotune.capturing.recorder import RECORD
-    from paretotune.capturing.writer import drop_campaign, write_campaigns, write_summary
-
-    doc = json.loads((out / RECORD).read_text(encoding="utf-8"))
-    rows = write_campaigns(doc, out, options)
-    if check:
-        files = {row.rank: (out / row.campaign).resolve() for row in rows if row.campaign}
-        try:
-            problems = check_in_child(list(files.values()))
-        except KeyboardInterrupt:  # the summary is still written; the campaigns are left unchecked
-            print("paretotune: capture: interrupted: the campaigns were not checked", file=sys.stderr)
-            problems = {}
-        for row in rows:
-            problem = problems.get(str(files.get(row.rank)))
-            if problem:
-                drop_campaign(out, row, f"its campaign does not resolve: {problem}")
-    return rows, write_summary(doc, rows, out)
-
-
-def check_in_child(files: list[Path]) -> dict[str, str | None]:
-    """Resolve each campaign as ``paretotune run`` would, in a fresh process without ``TRITON_INTERPRET``
-    (the campaigns build real kernels even when the program ran under the interpreter): file -> the one-line
-    error, or None. A check that cannot run at all leaves the campaigns as they are."""
-    if not files:
-        return {}
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    done = subprocess.run([sys.executable, "-m", "paretotune.commands.capture", "--check", *map(str, files)],
-                          capture_output=True, text=True, env=env, cwd=files[0].parent, timeout=600)
-    try:
-        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
-    except (ValueError, IndexError):
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        print(f"paretotune: capture: the campaigns could not be checked ({tail})", file=sys.stderr)
-        return {}
-
-
-def _check(files: list[str]) -> dict[str, str | None]:
-    from paretotune.campaign.load import load_campaign
-    from paretotune.campaign.resolve import make_adapter, make_objectives
-
-    out: dict[str, str | None] = {}
-    for file in files:
-        try:
-            campaign = load_campaign(file)
-            make_objectives(campaign)
-            make_adapter(campaign)
-            out[file] = None
-        except UserError as exc:
-            out[file] = str(exc).removeprefix(f"{Path(file).resolve()}: ")
-        except Exception as exc:  # noqa: BLE001 - whatever the kernel's import raises is the reason
-            out[file] = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
-    return out
-
-
-if __name__ == "__main__" and sys.argv[1:2] == ["--check"]:
-    print(json.dumps(_check(sys.argv[2:])))

@@ -1,8 +1,8 @@
 """The Nsight Compute metrics paretotune knows by name, and validation of the ones it does not.
 
-Every name below was verified on GH100 (H200) with ncu 2025.3.1 (see shared/reference/ncu.md, section 2);
-units are the base units ncu prints with ``--print-units base``. ``passes`` is the replay pass count measured
-for the metric alone (passes of several metrics do not add up: all 8 autotuning metrics together took 10).
+Every name below was verified with ncu on a Hopper GPU (docs/results.md says which ncu; see
+shared/reference/ncu.md, section 2); units are the base units ncu prints with ``--print-units base``.
+``passes`` is the replay pass count measured for the metric alone (passes of several metrics do not add up).
 
 Any other metric name is accepted; when an ncu binary is available it is checked against
 ``ncu --query-metrics`` (base names, cached on disk per ncu version) so a typo fails before a batch runs,

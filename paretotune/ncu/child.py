@@ -104,7 +104,7 @@ def _check_nvtx(domain: str | None) -> None:
 
 def _nvtx_backend(domain: str | None) -> tuple[Callable[[str], None], Callable[[], None]]:
     """push(name) / pop() for the domain. The default domain uses ``torch.cuda.nvtx`` on a GPU (ASCII messages,
-    the combination verified under ncu on the H200); named domains use the ``nvtx`` package."""
+    the combination verified under ncu); named domains use the ``nvtx`` package."""
     torch = _cuda_torch()
     if domain is None and torch is not None:
         import torch.cuda.nvtx as tnvtx

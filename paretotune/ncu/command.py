@@ -7,8 +7,8 @@ Flag choices (shared/reference/ncu.md, sections 1 and 6):
 - ``--nvtx --nvtx-include <domain>@<range>/``, one per item (repeating the flag means OR). Push/pop ranges
   need the trailing ``/``; without it only start/end ranges match and ncu profiles nothing. The default
   domain is written without ``<domain>@`` (``"cand_1/"`` matched ``torch.cuda.nvtx.range_push("cand_1")``).
-- ``--clock-control none``: the default ``base`` locks the H200 SM clock at 1.5 GHz instead of 1.98 GHz, and
-  a killed ncu (our timeout) would leave it locked.
+- ``--clock-control none``: the default ``base`` locks the SM clock at its base frequency, below the boost clock
+  the search measures at, and a killed ncu (our timeout) would leave it locked.
 - ``--cache-control all``: flush caches before each replay pass, so every candidate starts cold.
 - ``--csv --page raw --print-units base`` (CSV mode), or ``-o <report>`` (report mode, read with
   ``ncu_report``); ``--log-file`` keeps ncu's own output (and the CSV) apart from the child's stdout/stderr.
@@ -31,7 +31,7 @@ NvtxFilter = Literal["exact", "prefix"]
 class NcuOptions:
     """What to collect and how; everything that changes the ncu command line except paths and ranges.
 
-    ``nvtx_domain=None`` uses the default NVTX domain, the combination verified on the H200
+    ``nvtx_domain=None`` uses the default NVTX domain, the combination verified under ncu
     (``torch.cuda.nvtx.range_push`` + ``--nvtx-include "name/"``); a string puts the ranges in that domain.
     ``nvtx_filter="prefix"`` passes one ``regex:`` include for the whole batch instead of one per range.
     ``launch_count`` adds ``-c N`` as a guard against a child that launches far more than expected.

@@ -1,7 +1,8 @@
 """Run one batch of (candidate, shape) items under one ncu process; split and retry when the child dies.
 
-Why batches: each ncu process costs 1.1–1.5 s and a Python + torch child 6–9 s more on the H200, so one
-process per candidate makes metric-driven searches 10–50x slower than runtime-only ones.
+Why batches: each ncu process, and the Python + torch child it profiles, costs seconds to start (several times
+a candidate's own profiling), so one process per candidate would make metric-driven searches an order of
+magnitude slower than runtime-only ones (docs/results.md has the figures).
 
 Why splitting: a candidate that faults (illegal address, a hang under kernel replay) kills the child and the
 whole batch with it. After a failed run the runner keeps every item that did get a complete result, records

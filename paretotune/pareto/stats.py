@@ -1,14 +1,14 @@
 """Is a measured speedup real? Welch's t-test, Cohen's d and a bootstrap CI on repeated timings.
 
-GPU timings drift: one H200 baseline measured 0.209 ms and 0.243 ms eleven seconds apart, more than the gap
-between ACF candidates. A candidate is called faster only when all three agree -- the difference is unlikely
+GPU timings drift: one baseline can land further apart from itself seconds later than ACF candidates land
+from each other (docs/results.md). A candidate is called faster only when all three agree -- the difference is unlikely
 under noise (p), large relative to the spread (d), and the speedup's confidence interval clears 1.0 --
 and, when a whole front is validated at once, p is Holm-corrected for the number of candidates.
 
 The baseline-vs-baseline control guards the rest (:func:`judge_control`): it is tested two-sided, and a
 control that differs in either direction by more than :attr:`Thresholds.max_control_bias` means the arms are
 not timed alike, so no verdict of that shape can be trusted. A control that passes, or differs by less (a bias
-that long, tight samples resolve: 0.26 % at p=0.001 on a 150 µs rms_norm shape, H200 2026-12-03), still
+that long, tight samples resolve at a low p, a fraction of a percent), still
 measures how far two identical arms land apart: that noise floor is a threshold too
 (:attr:`Thresholds.noise_floor`). :func:`attribute` splits a speedup into the config's share
 and the ACF's share.

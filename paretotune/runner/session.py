@@ -106,9 +106,9 @@ def process_age_s() -> float:
     command's age. Not the process's start time in /proc: a shell or wrapper that runs its setup and then
     replaces itself with the CLI (``sh -c "pip install ... && paretotune run ..."``) keeps its process, and its
     setup would count against the campaign's wall clock (91 s of a quickstart's installs, 2026-12-01)."""
-    import paretotune
+    from paretotune.version import IMPORTED_AT
 
-    return round(time.monotonic() - paretotune.IMPORTED_AT, 3)
+    return round(time.monotonic() - IMPORTED_AT, 3)
 
 
 def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engine: SearchEngine | None = None,

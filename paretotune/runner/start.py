@@ -60,7 +60,7 @@ def native_space(campaign: Campaign, adapter: Any) -> Any:
 def run_meta(campaign: Campaign, ptxas: Ptxas, columns: Sequence[ObjectiveColumn], seed: int) -> dict[str, Any]:
     import platform
 
-    from paretotune import __version__
+    from paretotune.version import __version__
 
     versions: dict[str, str] = {"paretotune": __version__, "ptxas": ptxas.version, "python": platform.python_version()}
     for dist in ("triton", "torch", "compileiq", "helion"):
@@ -150,7 +150,7 @@ def engine_note(campaign: Campaign, adapter: Any) -> str | None:
     """One line when Helion's own search runs (``engine: auto`` picks it for a Helion ConfigSpec); an explicit
     ``engine: helion`` on a kernel without one fails here, before the run directory exists."""
     from paretotune.errors import UserError
-    from paretotune.search.registry import resolve_engine
+    from paretotune.search.catalog import resolve_engine
 
     search = campaign.spec.search
     native = native_space(campaign, adapter) is not None

@@ -15,6 +15,7 @@ from typing import Any
 
 from paretotune.errors import UserError
 from paretotune.search.base import EngineOptions, Proposal
+from paretotune.search.catalog import EngineInfo, register
 from paretotune.search.space import SearchSpace
 
 INVALID = "*"
@@ -164,6 +165,10 @@ class CompileIQEngine:
 
 
 def create(space: SearchSpace, options: EngineOptions) -> CompileIQEngine:
-    """The registry's entry point (:mod:`paretotune.search.registry`; its pool size is checked there)."""
+    """The engine's entry point (its catalog entry below; :mod:`paretotune.search.registry` calls it)."""
     return CompileIQEngine(space, num_objectives=options.n_objectives, pool_size=options.pool_size,
                            generations=options.generations, seed_config=options.seed_config, seed=options.seed)
+
+
+register(EngineInfo("compileiq", create, "CompileIQ's evolutionary search",
+                    min_pool_size=lambda n: 3 + 2 * n))  # CompileIQ keeps >= 1 + 2n survivors after culling >= 2

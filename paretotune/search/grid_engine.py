@@ -14,6 +14,7 @@ from pathlib import Path
 
 from paretotune.errors import UserError
 from paretotune.search.base import EngineOptions, Proposal
+from paretotune.search.catalog import EngineInfo, register
 from paretotune.search.space import SearchSpace
 from paretotune.store.atomic import atomic_write_json
 
@@ -55,5 +56,9 @@ class GridEngine:
 
 
 def create(space: SearchSpace, options: EngineOptions) -> GridEngine:
-    """The registry's entry point (:mod:`paretotune.search.registry`)."""
+    """The engine's entry point (its catalog entry below; :mod:`paretotune.search.registry` calls it)."""
     return GridEngine(space, pool_size=options.pool_size)
+
+
+register(EngineInfo("grid", create, "every point once, in order (exhaustive baseline)",
+                    acf_sources=("finite", "none")))

@@ -65,14 +65,19 @@ from typing import Any
 from paretotune.errors import UserError
 from paretotune.search.acf_list import AcfLists, label, sha
 from paretotune.search.base import EngineOptions, Proposal
-from paretotune.search.registry import HELION_ALGORITHMS, HELION_DEFAULTS, HELION_EFFORTS
+from paretotune.search.catalog import EngineInfo, register
 from paretotune.search.scalarize import scalarize
 from paretotune.search.space import NativeSpace, SearchSpace, point_key
 from paretotune.store.atomic import atomic_write_json
 
 Score = tuple[float, ...] | None
 PENDING: Any = type("Pending", (), {"__repr__": lambda self: "PENDING"})()  # an item's score before it is told
-ALGORITHMS, EFFORTS, DEFAULTS = HELION_ALGORITHMS, HELION_EFFORTS, HELION_DEFAULTS
+# the engine's settings (campaign: search.helion): Helion's search_algorithms that need no network or config list,
+# its effort profiles, and the defaults (ACFs per round, searches side by side)
+ALGORITHMS = ("LFBOTreeSearch", "LFBOPatternSearch", "PatternSearch", "DifferentialEvolutionSearch",
+              "DESurrogateHybrid", "RandomSearch")
+EFFORTS = ("quick", "full")
+DEFAULTS: dict[str, Any] = {"algorithm": "LFBOTreeSearch", "effort": "quick", "acfs": 8, "islands": 2}
 STALE_ROUNDS = 3  # rounds in a row that propose nothing new before an island is exhausted
 SEEDS_PER_ROUND = 3  # best results so far given to a new round as seed configs
 STATE_VERSION = 2
@@ -633,3 +638,8 @@ def create(space: SearchSpace, options: EngineOptions) -> HelionSearchEngine:
     return HelionSearchEngine(space, options.native, n_objectives=options.n_objectives, seed=options.seed,
                               seed_config=options.seed_config, algorithm=settings["algorithm"],
                               effort=settings["effort"], acfs=settings["acfs"], islands=settings["islands"])
+
+
+register(EngineInfo("helion", create,
+                    "Helion's own search (LFBOTreeSearch) over its ConfigSpec, the ACF one more dimension",
+                    native="helion", choices={"algorithm": ALGORITHMS, "effort": EFFORTS}, defaults=DEFAULTS))

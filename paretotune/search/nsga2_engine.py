@@ -17,10 +17,9 @@ import pickle
 from numbers import Real
 from typing import Any
 
-import numpy as np
-
 from paretotune.errors import UserError
 from paretotune.search.base import EngineOptions, Proposal
+from paretotune.search.catalog import EngineInfo, register
 from paretotune.search.compileiq_engine import ACF_KNOB
 from paretotune.search.space import SearchSpace
 from paretotune.store.atomic import atomic_write
@@ -94,6 +93,7 @@ class NSGA2Engine:
 
     def tell(self, scores: dict[str, tuple[float, ...] | None]) -> None:
         """Score the whole pending population; a proposal without a score (cut by the budget) counts as failed."""
+        import numpy as np  # here, not at the top: importing the module (its catalog entry) stays cheap
         from pymoo.core.evaluator import Evaluator
         from pymoo.problems.static import StaticProblem
 
@@ -128,5 +128,9 @@ class NSGA2Engine:
 
 
 def create(space: SearchSpace, options: EngineOptions) -> NSGA2Engine:
-    """The registry's entry point (:mod:`paretotune.search.registry`)."""
+    """The engine's entry point (its catalog entry below; :mod:`paretotune.search.registry` calls it)."""
     return NSGA2Engine(space, num_objectives=options.n_objectives, pool_size=options.pool_size, seed=options.seed)
+
+
+register(EngineInfo("nsga2", create, "pymoo NSGA-II, mixed integer/categorical encoding",
+                    acf_sources=("finite", "none")))

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
-
 from paretotune.search.base import EngineOptions, Proposal
+from paretotune.search.catalog import EngineInfo, register
 from paretotune.search.space import SearchSpace
 from paretotune.store.atomic import atomic_write_json
 
 
 class RandomEngine:
     def __init__(self, space: SearchSpace, *, pool_size: int, seed: int) -> None:
+        import numpy as np  # here, not at the top: importing the module (its catalog entry) stays cheap
+
         self.space, self.pool_size = space, pool_size
         self._rng = np.random.default_rng(seed)
         self._count = 0
@@ -62,5 +63,8 @@ class RandomEngine:
 
 
 def create(space: SearchSpace, options: EngineOptions) -> RandomEngine:
-    """The registry's entry point (:mod:`paretotune.search.registry`)."""
+    """The engine's entry point (its catalog entry below; :mod:`paretotune.search.registry` calls it)."""
     return RandomEngine(space, pool_size=options.pool_size, seed=options.seed)
+
+
+register(EngineInfo("random", create, "uniform draws (the baseline to beat)"))

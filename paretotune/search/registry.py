@@ -1,8 +1,9 @@
-"""Search engines by name (the campaign's ``search.engine``) and the ``search.strategy`` that composes them.
+"""Building the engine a campaign asks for, and the ``search.strategy`` that composes engines.
 
-Each engine is one :class:`EngineInfo` in :data:`ENGINE_TABLE`: its name, the module whose ``create(space,
-options)`` builds it, the ACF sources it can search and its minimum pool size. Adding an engine is one line
-there plus its module; the campaign schema, the load-time checks and :func:`build_engine` all read the table.
+The engines themselves are registered in :mod:`paretotune.search.catalog` by their own modules (one
+:class:`~paretotune.search.catalog.EngineInfo` each: name, ``create(space, options)``, the ACF sources it can
+search, its minimum pool size); :func:`build_engine` looks them up there. Adding an engine is its module plus
+one line in ``search/__init__.py`` importing it.
 
 Every engine is wrapped in :class:`~paretotune.search.dedupe.Deduplicated`, so no point is evaluated twice
 and an exhausted finite space ends the campaign. ``strategy: sequential`` runs the engine on kernel configs
@@ -18,100 +19,12 @@ the ACF-only phase of ``sequential`` (and ``acf-only``) runs CompileIQ.
 """
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from paretotune.errors import UserError
 from paretotune.search.base import EngineOptions, SearchEngine
+from paretotune.search.catalog import ACF_ENGINE, ENGINE_INFO, engine_names, resolve_engine, search_problem
 from paretotune.search.space import CONFIG_LIST_KNOB
-
-ALL_SOURCES = ("generated", "finite", "none")  # a campaign's acf.kind: CompileIQ's PTXAS space, a list, no ACFs
-
-
-@dataclass(frozen=True)
-class EngineInfo:
-    """What the rest of paretotune needs to know about an engine without importing it (its module may pull
-    in CompileIQ or pymoo)."""
-
-    name: str
-    module: str  # defines ``create(space: SearchSpace, options: EngineOptions) -> SearchEngine``
-    summary: str
-    acf_sources: tuple[str, ...] = ALL_SOURCES  # the ACF kinds it can search
-    min_pool_size: Callable[[int], int] = lambda n_objectives: 1  # the smallest pool_size for n objective columns
-    native: str | None = None  # the kernel language's own space it searches instead of knob lists ("helion")
-
-
-ENGINE_TABLE: tuple[EngineInfo, ...] = (  # search.engine defaults to compileiq (campaign/schema.py)
-    EngineInfo("compileiq", "paretotune.search.compileiq_engine", "CompileIQ's evolutionary search",
-               min_pool_size=lambda n: 3 + 2 * n),  # CompileIQ keeps >= 1 + 2n survivors after culling >= 2
-    EngineInfo("nsga2", "paretotune.search.nsga2_engine", "pymoo NSGA-II, mixed integer/categorical encoding",
-               acf_sources=("finite", "none")),
-    EngineInfo("random", "paretotune.search.random_engine", "uniform draws (the baseline to beat)"),
-    EngineInfo("grid", "paretotune.search.grid_engine", "every point once, in order (exhaustive baseline)",
-               acf_sources=("finite", "none")),
-    EngineInfo("helion", "paretotune.search.helion_search",
-               "Helion's own search (LFBOTreeSearch) over its ConfigSpec, the ACF one more dimension",
-               native="helion"),
-)
-ENGINE_INFO = {e.name: e for e in ENGINE_TABLE}
-ENGINES = tuple(e.name for e in ENGINE_TABLE if e.native is None)  # engines over knob lists: any kernel
-AUTO = "auto"  # helion for a joint search over Helion's ConfigSpec, else compileiq (see resolve_engine)
-ENGINE_NAMES = (AUTO, *ENGINE_INFO)  # what search.engine may name
-STRATEGIES = ("joint", "sequential", "acf-only")
-ACF_ENGINE = "compileiq"  # what searches ACFs alone where the chosen engine searches configs (helion)
-# the helion engine's settings (campaign: search.helion): Helion's search_algorithms that need no network or
-# config list, its effort profiles, and the defaults (ACFs per round, searches side by side)
-HELION_ALGORITHMS = ("LFBOTreeSearch", "LFBOPatternSearch", "PatternSearch", "DifferentialEvolutionSearch",
-                     "DESurrogateHybrid", "RandomSearch")
-HELION_EFFORTS = ("quick", "full")
-HELION_DEFAULTS: dict[str, Any] = {"algorithm": "LFBOTreeSearch", "effort": "quick", "acfs": 8, "islands": 2}
-
-
-def resolve_engine(engine: str, strategy: str, native: bool) -> str:
-    """The engine ``auto`` stands for: Helion's search for a joint search over a Helion ConfigSpec (``native``),
-    CompileIQ otherwise; any other name is itself."""
-    if engine != AUTO:
-        return engine
-    return "helion" if native and strategy == "joint" else ACF_ENGINE
-
-
-def search_problem(engine: str, strategy: str, acf_kind: str) -> str | None:
-    """Why this engine/strategy/ACF-source combination cannot run (to follow ``search: ``); None if it can.
-
-    Pure and cheap (no imports), so the campaign schema calls it at load time, before any compile.
-    """
-    info = ENGINE_INFO.get(ACF_ENGINE if engine == AUTO else engine)
-    if info is None:
-        return f"unknown engine '{engine}' (known: {', '.join(ENGINE_NAMES)})"
-    if strategy not in STRATEGIES:
-        return f"unknown strategy '{strategy}' (known: {', '.join(STRATEGIES)})"
-    if engine == "helion" and strategy == "acf-only":
-        return (f"engine helion searches kernel configs; strategy acf-only searches ACFs only: use {ACF_ENGINE} "
-                "(or engine: auto)")
-    if acf_kind == "generated" and acf_kind not in info.acf_sources:
-        able = [e.name for e in ENGINE_TABLE if acf_kind in e.acf_sources]
-        return (f"engine {engine} cannot search generated ACFs (acf.search_space): use {' or '.join(able)}, "
-                f"or give a finite list (acf.files / acf.pack)")
-    if strategy == "sequential" and acf_kind == "none":
-        return ("strategy sequential tunes configs, then ACFs: it needs acf.search_space, acf.files or acf.pack "
-                "(without ACFs use strategy: joint)")
-    if strategy == "acf-only" and acf_kind == "none":
-        return "strategy acf-only searches ACFs only: it needs acf.search_space, acf.files or acf.pack"
-    return None
-
-
-def pool_size_problem(engine: str, pool_size: int, n_columns: int) -> str | None:
-    """Why ``pool_size`` is too small for this engine and number of objective columns (to follow
-    ``search.pool_size: ``); None if it is not. The one check of an engine's minimum pool size."""
-    info = ENGINE_INFO.get(ACF_ENGINE if engine == AUTO else engine)  # auto may become compileiq
-    need = info.min_pool_size(n_columns) if info is not None else 1
-    if pool_size >= need:
-        return None
-    return (f"{pool_size} is too small for {n_columns} objective column(s) with the {engine} engine "
-            f"(need at least {need})")
-
 
 def search_space(campaign: Any, knobs: dict[str, list[Any]], constraint: Any = None) -> Any:
     """The campaign's SearchSpace: the adapter's knobs (and which combinations it takes) plus the ACF source
@@ -120,7 +33,8 @@ def search_space(campaign: Any, knobs: dict[str, list[Any]], constraint: Any = N
     from paretotune.toolchain.acf_sources import acf_options
 
     acf = campaign.spec.acf
-    options = acf_options(acf, campaign.path.parent, f"{campaign.path}: acf") if acf.kind == "finite" else ()
+    options = acf_options(acf.files, acf.pack, campaign.path.parent, f"{campaign.path}: acf") \
+        if acf.kind == "finite" else ()
     return SearchSpace(knobs=knobs, acf=acf.kind, acf_options=options, ptxas_version=acf.ptxas_version,
                        constraint=constraint)
 
@@ -133,10 +47,10 @@ def build_engine(name: str, space: Any, *, n_objectives: int, pool_size: int, ge
     engine; ``settings``: the engine's own campaign block."""
     info = ENGINE_INFO.get(name)
     if info is None:
-        raise UserError(f"search.engine: unknown engine '{name}' (known: {', '.join(ENGINE_NAMES)})")
+        raise UserError(f"search.engine: unknown engine '{name}' (known: {', '.join(engine_names())})")
     options = EngineOptions(n_objectives=n_objectives, pool_size=pool_size, generations=generations, seed=seed,
                             seed_config=seed_config, native=native, settings=dict(settings or {}))
-    engine: SearchEngine = importlib.import_module(info.module).create(space, options)
+    engine: SearchEngine = info.create(space, options)
     return engine
 
 

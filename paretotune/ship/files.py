@@ -124,7 +124,7 @@ def header_lines(run: RunDir, campaign: Any, about: str, baseline: str, choices:
                  new: dict[Hashable, tuple[dict[str, Any], dict[str, Any], str | None]], release: str) -> list[str]:
     """The shipped file's header: where it comes from, the rule, the ACFs' ptxas, then per bucket old config,
     new config and per shape the validated speedup with its CI, the config and ACF shares and the re-check."""
-    from paretotune import __version__
+    from paretotune.version import __version__
     from paretotune.pareto.buckets import RULE
 
     meta = run.meta()

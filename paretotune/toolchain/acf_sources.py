@@ -16,13 +16,9 @@ import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
 
 from paretotune.errors import UserError
 from paretotune.text_file import not_a_file
-
-if TYPE_CHECKING:
-    from paretotune.campaign.schema import AcfSpec
 
 MAX_ACF_BYTES = 1 << 20  # sampled PTXAS 13.3 ACFs are ~2.3 KiB; anything near 1 MiB is not an ACF
 SUMS_FILE = "SHA256SUMS"
@@ -43,16 +39,18 @@ class AcfOption:
 NO_ACF = AcfOption(name="", data=None)
 
 
-def acf_options(spec: AcfSpec, base_dir: Path, where: str = "acf") -> tuple[AcfOption, ...]:
-    """The finite list a campaign names (``acf.files`` or ``acf.pack``), with the no-ACF option first.
+def acf_options(files: Sequence[str] | None, pack: str | None, base_dir: Path,
+                where: str = "acf") -> tuple[AcfOption, ...]:
+    """The finite list a campaign names (``acf.files`` or ``acf.pack``, the pack first), with the no-ACF option
+    first.
 
     Relative paths are taken from ``base_dir`` (the campaign file's folder). Raises UserError naming the
     field and the file when something cannot be read or is not plausibly an ACF.
     """
-    if spec.pack is not None:
-        found = read_pack(_resolve(spec.pack, base_dir), f"{where}.pack")
-    elif spec.files is not None:
-        found = read_files(spec.files, base_dir, f"{where}.files")
+    if pack is not None:
+        found = read_pack(_resolve(pack, base_dir), f"{where}.pack")
+    elif files is not None:
+        found = read_files(files, base_dir, f"{where}.files")
     else:
         raise UserError(f"{where}: no finite ACF list (give acf.files or acf.pack)")
     return finite_list(found)

@@ -89,7 +89,7 @@ def find_ptxas() -> Ptxas:
 # Variables that enter Triton's cache key when set (``get_cache_invalidating_env_vars``), with the value every
 # paretotune process that builds takes when the caller left them unset. Set in one process and unset in another
 # (the CLI set it, a benchmark script or the Python API did not), they gave the CPU pool's precompile and the GPU
-# worker's launch different keys: the GPU worker rebuilt every candidate (0.42 s each on the H200, 2026-12-01).
+# worker's launch different keys, and the GPU worker rebuilt every candidate (docs/results.md has the cost).
 BUILD_ENV_DEFAULTS = {"TRITON_DEFAULT_FP_FUSION": "1"}  # Triton's default, spelled out (also silences its warning)
 
 
@@ -232,8 +232,8 @@ def _alive(pid: int) -> bool:
 
 def clean_stale_temp_folders() -> int:
     """Remove the ptxas temp folders (:func:`build_ptx`) of processes that are gone, and return how many: a
-    worker killed mid-build (a hang, a crash, a killed run) cannot remove its own (the 2026-12-01 audit found
-    57 after its kills). Folders of live processes, and names that carry no pid, are left alone."""
+    worker killed mid-build (a hang, a crash, a killed run) cannot remove its own. Folders of live processes,
+    and names that carry no pid, are left alone."""
     removed = 0
     for path in Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*-*"):
         pid = path.name[len(TEMP_PREFIX):].split("-", 1)[0]

@@ -1,13 +1,13 @@
 """Nothing wrong ships: each validated winner is re-checked against its no-ACF twin on inputs nobody used yet.
 
-On the H200, 25-42 % of the ACFs CompileIQ sampled for the fp8 kernels gave wrong answers; the search rejects
+A sizeable share of the ACFs CompileIQ samples can give wrong answers (docs/results.md); the search rejects
 those on the inputs it checks. Before a winner is shipped (``paretotune ship``) it is run again beside the same
 config without its ACF (its twin; a winner without an ACF beside the shape's baseline build) on fresh inputs:
 several seeds the search and ``validate`` never drew, each also with every floating-point input scaled up and
 down by large factors. Everything the reference returns and every argument it writes must match within the
 spec's tolerances; the record says how many checks passed and whether every output was bit-identical.
 
-A sampled ACF can hang the GPU on an input it was never run on (seen by hand on 2026-12-01), so the checks run
+A sampled ACF can hang the GPU on an input it was never run on, so the checks run
 in a spawned worker that reports each job as it starts and ends (a progress file); the parent kills a worker
 whose job runs past its time limit (or that dies), records that job as failed and starts a fresh worker for
 the rest. :func:`recheck_pair` is the logic, CPU-testable with torch adapters; :func:`run_jobs` the process

@@ -121,7 +121,7 @@ def run_validation(run_dir: Path, *, candidates: list[int] | None, top: int, rou
 
 
 Measure = Callable[[RunDir, list[dict[str, Any]], int, float, float], dict[str, Any]]
-# (run, jobs: {candidate_id, shape, config, acf_path}) -> what recheck.json holds (execution/recheck.py)
+# (run, jobs: {candidate_id, shape, config, acf_path}) -> what recheck.json holds (validate/recheck.py)
 Recheck = Callable[[RunDir, list[dict[str, Any]]], dict[str, Any]]
 RECHECK_FILE = "recheck.json"
 

@@ -14,7 +14,7 @@ from paretotune.toolchain.acf_sources import NO_ACF, acf_options, read_files, re
 
 def test_files_no_acf_first_and_deduplicated(acf_files: list[Path], sampled_acfs: list[bytes]) -> None:
     spec = AcfSpec(files=[str(p) for p in acf_files] + [str(acf_files[0])])
-    options = acf_options(spec, Path("/"))
+    options = acf_options(spec.files, spec.pack, Path("/"))
     assert options[0] == NO_ACF and options[0].name == "" and options[0].sha256 is None
     assert [o.data for o in options[1:]] == sampled_acfs  # order kept, the repeat dropped
     assert [o.sha256 for o in options[1:]] == [p.stem for p in acf_files]
@@ -22,12 +22,12 @@ def test_files_no_acf_first_and_deduplicated(acf_files: list[Path], sampled_acfs
 
 def test_relative_files_resolve_from_campaign_folder(acf_files: list[Path]) -> None:
     base = acf_files[0].parent.parent
-    options = acf_options(AcfSpec(files=[f"acfs/{acf_files[1].name}"]), base)
+    options = acf_options([f"acfs/{acf_files[1].name}"], None, base)
     assert len(options) == 2 and options[1].sha256 == acf_files[1].stem
 
 
 def test_pack_reads_acfs_only_and_checks_sums(acf_pack: Path, sampled_acfs: list[bytes]) -> None:
-    options = acf_options(AcfSpec(pack=str(acf_pack)), Path("/"))
+    options = acf_options(None, str(acf_pack), Path("/"))
     assert options[0] == NO_ACF
     assert [o.data for o in options[1:]] == sampled_acfs
     assert options[1].name == "pack.zip!softmax-pack/acf_0.acf"

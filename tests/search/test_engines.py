@@ -13,7 +13,9 @@ import pytest
 from paretotune.search.base import Proposal, SearchEngine
 from paretotune.search.dedupe import Deduplicated
 from paretotune.search.nsga2_engine import PENALTY, NSGA2Engine
-from paretotune.search.registry import ENGINES, build_engine, pool_size_problem, search_problem
+from paretotune.search import ENGINES
+from paretotune.search.catalog import pool_size_problem, search_problem
+from paretotune.search.registry import build_engine
 from paretotune.search.sequential import SequentialEngine, knee_config
 from paretotune.search.space import SearchSpace
 from paretotune.toolchain.acf_sources import AcfOption, finite_list

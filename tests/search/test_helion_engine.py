@@ -21,7 +21,7 @@ from paretotune.kernels.helion_space import accepts, device_features
 from paretotune.records import Shape
 from paretotune.search.base import EngineOptions, Proposal
 from paretotune.search.dedupe import Deduplicated
-from paretotune.search.registry import ENGINE_INFO, resolve_engine
+from paretotune.search.catalog import ENGINE_INFO, resolve_engine
 from paretotune.search.space import SearchSpace, point_key
 from paretotune.toolchain.acf_sources import AcfOption
 from paretotune.toolchain.arch import TARGETS

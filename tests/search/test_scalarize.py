@@ -32,7 +32,7 @@ def test_max_objectives_zero_columns_and_ranking() -> None:
 def test_search_helion_block_is_checked_at_load(tmp_path: Path) -> None:
     from paretotune.campaign.load import load_campaign
     from paretotune.errors import UserError
-    from paretotune.search.registry import HELION_DEFAULTS
+    from paretotune.search.helion_search import DEFAULTS as HELION_DEFAULTS
 
     def campaign(search: str) -> Path:
         path = tmp_path / "c.yaml"
