@@ -1,10 +1,11 @@
 """Helion's internals that paretotune relies on, each behind one function.
 
-Checked against helion 1.5.0 (the GPU machine, torch 2.11) and 1.5.1 (CPU, torch 2.13); :func:`check` refuses
-any other minor release. ``tests/compat/test_helion_compat.py`` pins every assumption against the installed
-Helion. Where Helion has a public form it is used instead: ``BenchmarkProvider`` and ``BenchmarkResult``, the
-search classes, ``seed_training_data``, ``aot_cache.find_heuristic_file``. (1.5.1 adds a public
-``ConfigSpec.normalized_config``, but without the fix-invalid mode and not in 1.5.0: :func:`normalize` stays.)
+Checked against helion 1.5.1 (CPU, torch 2.13), where ``tests/compat/test_helion_compat.py`` pins every
+assumption against the installed Helion, and in use with 1.5.0 on the GPU machine (torch 2.11); :func:`check`
+refuses any other minor release. Where Helion has a public form it is used instead: ``BenchmarkProvider`` and
+``BenchmarkResult``, the search classes, ``seed_training_data``, ``aot_cache.find_heuristic_file``. (1.5.1 has a
+public ``ConfigSpec.normalized_config``, but it has no fix-invalid mode and may be missing from 1.5.0: the
+private keyword stays behind :func:`normalize`.)
 """
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """Triton's internals that paretotune relies on, each behind one function.
 
-Checked against triton 3.6 (the GPU machine) and 3.9 (CPU); :func:`check` refuses a release outside
-:data:`LOWEST`..:data:`BELOW`. ``tests/compat/test_triton_compat.py`` pins every assumption against the installed
-Triton. Public forms are used wherever they exist elsewhere (``triton.compile``, ``ASTSource``, ``GPUTarget``,
-``triton.knobs``, ``triton.testing``); what is here has none: the JIT's own argument binder, the state of a
-``JITFunction``, the source of the NVIDIA backend, the L2 flush buffer of ``do_bench``, and the methods a
-capture wraps.
+Checked against triton 3.9 (CPU), where ``tests/compat/test_triton_compat.py`` pins every assumption against the
+installed Triton, and in use with 3.6 on the GPU machine; :func:`check` refuses a release outside
+:data:`LOWEST`..:data:`BELOW`. Public forms are used wherever they exist elsewhere (``triton.compile``,
+``ASTSource``, ``GPUTarget``, ``triton.knobs``, ``triton.testing``); what is here has none: the JIT's own argument
+binder, the state of a ``JITFunction``, the source of the NVIDIA backend, the L2 flush buffer of ``do_bench``,
+and the methods a capture wraps.
 """
 from __future__ import annotations
 
