@@ -15,6 +15,8 @@ from typing import Any
 
 from paretotune.capturing.kernel_info import KernelInfo
 from paretotune.capturing.metadata import Undescribable, describe, describe_scalar
+from paretotune.compat import helion as compat_helion
+from paretotune.compat import torch as compat_torch
 from paretotune.kernels.triton_jit import LAUNCH_OPTIONS, config_dict
 
 NOT_ARGS = ("grid", "warmup")  # keyword arguments of Triton's run that are not the kernel's
@@ -48,16 +50,14 @@ def begin(info: KernelInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Fi
         leaves = list(named.values())
         return FirstCall(info, leaves, _clones(leaves), names=list(named), config=config,
                          config_keys=info.tuned | frozenset(config))
-    from torch.utils import _pytree as pytree
-
     normalized = tuple(info.obj.normalize_args(*args, **kwargs))
     leaves, tree = [], []
     for position, arg in enumerate(normalized):
-        flat, spec = pytree.tree_flatten(arg)
+        flat, spec = compat_torch.tree_flatten(arg)
         name = f" ({info.params[position]})" if position < len(info.params) else ""
         for value in flat:
             _check_leaf(value, f"argument {position}{name}")
-        tree.append((None if len(flat) == 1 and flat[0] is arg else pytree.treespec_dumps(spec), len(flat)))
+        tree.append((None if len(flat) == 1 and flat[0] is arg else compat_torch.treespec_dumps(spec), len(flat)))
         leaves.extend(flat)
     return FirstCall(info, leaves, _clones(leaves), tree=tree, normalized=normalized)
 
@@ -92,7 +92,7 @@ def finish(frame: FirstCall, result: Any) -> dict[str, Any]:
     else:
         doc = {"args": _regroup(leaves, frame.tree), "config": _helion_config(info.obj, frame.normalized),
                "returned": _returned(result, frame.leaves)}
-        if getattr(info.obj, "_aot_user_key", None) is not None:  # Helion asks its heuristic with these values
+        if compat_helion.aot_user_key(info.obj) is not None:  # Helion asks its heuristic with these values
             from paretotune.kernels.helion_heuristic import key_values
 
             doc["user_key"] = list(key_values(info.obj, frame.normalized))
@@ -202,10 +202,8 @@ def _regroup(leaves: list[dict[str, Any]], tree: list[tuple[Any, int]]) -> list[
 def _returned(result: Any, inputs: list[Any]) -> list[dict[str, Any]]:
     """What a Helion kernel returned: each tensor's layout, and which argument leaf it is if it is one."""
     import torch
-    from torch.utils import _pytree as pytree
-
     out = []
-    for value in pytree.tree_leaves(result):
+    for value in compat_torch.tree_leaves(result):
         if isinstance(value, torch.Tensor):
             same = next((i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x is value), None)
             out.append({"shape": list(value.shape), "dtype": str(value.dtype).removeprefix("torch."),
@@ -216,7 +214,7 @@ def _returned(result: Any, inputs: list[Any]) -> list[dict[str, Any]]:
 def _helion_config(kernel: Any, args: tuple[Any, ...]) -> dict[str, Any] | None:
     """The config Helion's bound kernel ran with (its autotuner's pick, the AOT heuristic's, the decorator's,
     or its default); None where the bound kernel holds none."""
-    config = getattr(kernel.bind(tuple(args)), "_config", None)
+    config = compat_helion.bound_config(kernel.bind(tuple(args)))
     if config is None:
         return None
     found = {k: v for k, v in dict(config).items() if k != "advanced_controls_file"}

@@ -5,7 +5,8 @@
 to the active :class:`~paretotune.capturing.recorder.Recorder`; Triton's ``launch_enter_hook`` and
 ``launch_exit_hook`` chains get its hooks, which time each launch with CUDA events. A module not imported yet
 is patched right after its import (a finder on ``sys.meta_path``), so a capture neither imports Triton or
-Helion itself nor changes when the program does.
+Helion itself nor changes when the program does. Which modules, classes and methods those are, and how each is
+wrapped, is :mod:`paretotune.compat`'s (``compat.triton.RUN_CLASSES``, ``compat.helion.KERNEL_MODULE``).
 """
 from __future__ import annotations
 
@@ -18,78 +19,52 @@ from types import ModuleType
 from typing import Any
 
 from paretotune.capturing.recorder import Recorder
+from paretotune.compat import helion as compat_helion
+from paretotune.compat import triton as compat_triton
+from paretotune.compat.patching import Undo
 
 _active: Recorder | None = None
-_saved: list[tuple[type, str, Any]] = []  # (class, attribute, original) of every patch in place
-_chains: list[tuple[Any, Any]] = []  # (Triton hook chain, the recorder's hook in it)
+_undos: list[Undo] = []  # puts back each patch and hook in place, newest last
 _lock = threading.Lock()
 
 
-def _patch_triton_run(cls: type, launch_level: bool) -> None:
-    original = cls.__dict__["run"]
-
-    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+def _triton_handler(launch_level: bool) -> compat_triton.Handler:
+    def handle(kernel: Any, original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         recorder = _active
         if recorder is None:
-            return original(self, *args, **kwargs)
-        return recorder.triton_run(self, original, args, kwargs, launch_level)
+            return original(kernel, *args, **kwargs)
+        return recorder.triton_run(kernel, original, args, kwargs, launch_level)
 
-    run.__wrapped__ = original  # type: ignore[attr-defined]
-    _saved.append((cls, "run", original))
-    cls.run = run  # type: ignore[attr-defined]
+    return handle
 
 
-def _patch_helion_call(cls: type) -> None:
-    original = cls.__dict__["__call__"]
-
-    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
-        recorder = _active
-        if recorder is None:
-            return original(self, *args, **kwargs)
-        return recorder.helion_call(self, original, args, kwargs)
-
-    __call__.__wrapped__ = original  # type: ignore[attr-defined]
-    _saved.append((cls, "__call__", original))
-    cls.__call__ = __call__  # type: ignore[operator]
+def _helion_handler(kernel: Any, original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    recorder = _active
+    if recorder is None:
+        return original(kernel, *args, **kwargs)
+    return recorder.helion_call(kernel, original, args, kwargs)
 
 
-def _jit(module: ModuleType) -> None:
-    _patch_triton_run(module.JITFunction, True)
-
-
-def _interpreter(module: ModuleType) -> None:
-    _patch_triton_run(module.InterpretedFunction, True)
-
-
-def _autotuner(module: ModuleType) -> None:
-    _patch_triton_run(module.Autotuner, False)
-    _patch_triton_run(module.Heuristics, False)
+def _runs(module: ModuleType) -> None:
+    _undos.extend(compat_triton.wrap_runs(module, _triton_handler))
 
 
 def _helion(module: ModuleType) -> None:
-    _patch_helion_call(module.Kernel)
+    _undos.append(compat_helion.wrap_kernel_call(module, _helion_handler))
 
 
 def _knobs(module: ModuleType) -> None:
     """The recorder's launch hooks in Triton's hook chains (beside any the program added itself)."""
-    runtime = getattr(module, "runtime", None)
     recorder = _active
-    if recorder is None:
-        return
-    for name, hook in (("launch_enter_hook", recorder.launch_enter), ("launch_exit_hook", recorder.launch_exit)):
-        chain = getattr(runtime, name, None)
-        if chain is not None and hasattr(chain, "add") and hasattr(chain, "remove"):
-            chain.add(hook)
-            _chains.append((chain, hook))
+    if recorder is not None:
+        _undos.extend(compat_triton.add_launch_hooks(module, recorder.launch_enter, recorder.launch_exit))
 
 
-# module -> what to patch in it once it is imported
+# module -> what to patch in it once it is imported (which classes and methods: paretotune.compat)
 TARGETS: dict[str, Callable[[ModuleType], None]] = {
-    "triton.knobs": _knobs,
-    "triton.runtime.jit": _jit,
-    "triton.runtime.interpreter": _interpreter,
-    "triton.runtime.autotuner": _autotuner,
-    "helion.runtime.kernel": _helion,
+    compat_triton.KNOBS_MODULE: _knobs,
+    **{name: _runs for name in compat_triton.RUN_CLASSES},
+    compat_helion.KERNEL_MODULE: _helion,
 }
 
 
@@ -161,9 +136,5 @@ def uninstall() -> None:
         _finder.waiting.clear()
         if _finder in sys.meta_path:
             sys.meta_path.remove(_finder)
-        while _saved:
-            cls, attr, original = _saved.pop()
-            setattr(cls, attr, original)
-        while _chains:
-            chain, hook = _chains.pop()
-            chain.remove(hook)
+        while _undos:
+            _undos.pop()()

@@ -24,6 +24,7 @@ from typing import Any
 
 from paretotune.capturing.metadata import decode_scalar, describe, layout, rebuild
 from paretotune.capturing.recorder import FORMAT
+from paretotune.compat import torch as compat_torch
 from paretotune.kernels.triton_jit import LAUNCH_OPTIONS
 
 SHAPE_KEY = "captured"  # the shape key naming a signature
@@ -173,15 +174,13 @@ def _arg_leaves(arg: dict[str, Any]) -> list[dict[str, Any]]:
 
 def rebuild_args(args: list[dict[str, Any]], device: str, seed: int, values: list[Any] | None) -> tuple[Any, ...]:
     """Helion's positional arguments (lists, tuples and dicts of tensors rebuilt as such)."""
-    from torch.utils import _pytree as pytree
-
     leaves = [leaf for arg in args for leaf in _arg_leaves(arg)]
     built = rebuild(leaves, device, seed, values)
     out, i = [], 0
     for arg in args:
         if "leaves" in arg:
             count = len(arg["leaves"])
-            out.append(pytree.tree_unflatten(built[i:i + count], pytree.treespec_loads(arg["tree"])))
+            out.append(compat_torch.tree_unflatten(built[i:i + count], compat_torch.treespec_loads(arg["tree"])))
             i += count
         else:
             out.append(built[i])
@@ -192,18 +191,16 @@ def rebuild_args(args: list[dict[str, Any]], device: str, seed: int, values: lis
 def recorded_config(heuristic_file: str, args: tuple[Any, ...]) -> dict[str, Any]:
     """The config the program ran with for the signature ``args`` have (the body of a capture's generated
     ``calls/<kernel>.heuristic.py``: ``autotune_<kernel>(*args)``)."""
-    from torch.utils import _pytree as pytree
-
     import torch
 
     path = Path(heuristic_file)
     doc = read_calls(path.with_name(path.name.removesuffix(".heuristic.py") + ".json"))
-    if not any(isinstance(a, torch.Tensor) for a in pytree.tree_leaves(list(args))):
+    if not any(isinstance(a, torch.Tensor) for a in compat_torch.tree_leaves(list(args))):
         # a kernel with a user key (aot_kernel(key=...)): Helion calls its heuristic with the key's flattened values
         for sig in doc["signatures"]:
             if sig.get("user_key") == list(args) and sig.get("config"):
                 return dict(sig["config"])
-    wanted = [layout(leaf) for leaf in describe(pytree.tree_leaves(list(args)))]
+    wanted = [layout(leaf) for leaf in describe(compat_torch.tree_leaves(list(args)))]
     for sig in doc["signatures"]:
         if [layout(leaf) for arg in sig["args"] for leaf in _arg_leaves(arg)] == wanted and sig.get("config"):
             return dict(sig["config"])

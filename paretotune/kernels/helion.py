@@ -16,27 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from paretotune.compat.helion import import_helion
 from paretotune.kernels.base import Inputs, KernelPTX, Prepared, UnknownShapeKey, check_shape_keys
 from paretotune.kernels.helion_aot import NUM_SMS, AotBinder, sms_of, target_codegen
 from paretotune.kernels.helion_space import device_features
 from paretotune.records import Shape
 from paretotune.search.space import NativeSpace
 from paretotune.toolchain.arch import TargetArch
-
-
-def import_helion() -> Any:
-    """``import helion``, tolerating helion 1.5.1 on torch 2.11 (it imports a name torch 2.11 lacks).
-
-    ``IntelGPUError`` is only used in an ``isinstance`` check inside helion's autotuner logger, so a stand-in
-    exception class is enough.
-    """
-    from torch._inductor.runtime import triton_compat
-
-    if not hasattr(triton_compat, "IntelGPUError"):
-        triton_compat.IntelGPUError = type("IntelGPUError", (Exception,), {})  # type: ignore[attr-defined]
-    import helion
-
-    return helion
 
 
 @dataclass(frozen=True)

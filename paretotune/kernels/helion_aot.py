@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from paretotune.compat.helion import num_sms, run_host, tma_decision_as, triton_options
 from paretotune.kernels.base import KernelPTX
 from paretotune.kernels.triton_jit import compile_like_jit, ptx_of
 from paretotune.records import Shape
@@ -33,19 +34,6 @@ def sms_of(target: TargetArch) -> int:
 
 
 @contextlib.contextmanager
-def num_sms(count: int) -> Iterator[None]:
-    """Make ``helion.runtime.get_num_sm`` answer ``count`` (generated host code looks it up at call time)."""
-    from helion import runtime
-
-    original = runtime.get_num_sm
-    runtime.get_num_sm = lambda *args, **kwargs: count  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        runtime.get_num_sm = original
-
-
-@contextlib.contextmanager
 def target_codegen(capability: int) -> Iterator[None]:
     """Make Helion's codegen from meta (or CPU) tensors decide as it does for a CUDA device of ``capability``
     where it asks the device: whether a config's accesses go through the TMA async proxy, which adds fences
@@ -53,35 +41,8 @@ def target_codegen(capability: int) -> Iterator[None]:
     build of dynamic_per_token_scaled_fp8_quant, rms_norm_dynamic_per_token_quant and rms_norm_per_block_quant
     lacked the fences, so the GPU worker rebuilt every candidate (0.9 s; H200, 2026-12-01,
     ``benchmarks/check_build_keys.py``). A Helion without that decision is left as it is."""
-    try:
-        from helion._compiler import device_function
-    except ImportError:
+    with tma_decision_as(capability):
         yield
-        return
-    original = getattr(device_function, "_selects_tma_access", None)
-    env_class = getattr(device_function, "CompileEnvironment", None)
-    if original is None or env_class is None:
-        yield
-        return
-    import torch
-
-    def as_on_target(config: Any) -> bool:
-        env = env_class.current()
-        if env.device.type == "cuda":
-            return bool(original(config))
-        spec = env.config_spec
-        saved = env.device, spec.target_device_capability
-        env.device, spec.target_device_capability = torch.device("cuda", 0), divmod(capability, 10)
-        try:
-            return bool(original(config))
-        finally:
-            env.device, spec.target_device_capability = saved
-
-    device_function._selects_tma_access = as_on_target
-    try:
-        yield
-    finally:
-        device_function._selects_tma_access = original
 
 
 class AotBinder:
@@ -129,8 +90,7 @@ class AotBinder:
 
         def compile_instead(jit_fn: Any, grid: tuple[int, ...], *kernel_args: Any, num_warps: int,
                             num_stages: int, **kwargs: Any) -> None:
-            # Helion's own ``_``-prefixed launcher kwargs (distributed state, ...) never reach Triton.
-            options = {k: v for k, v in kwargs.items() if not k.startswith("_")}
+            options = triton_options(kwargs)
             if acf is None:
                 options.pop("ptx_options", None)
             if not options.get("launch_cooperative_grid", True):
@@ -139,7 +99,7 @@ class AotBinder:
             compiled.append((compile_like_jit(jit_fn, list(kernel_args), options, target), num_warps))
 
         with num_sms(sms):
-            host(*args, _launcher=compile_instead)
+            run_host(host, args, compile_instead)
         ours = [(ck, warps) for ck, warps in compiled if ck.name == kernel_name]
         if not ours:
             names = sorted({ck.name for ck, _ in compiled}) or ["no launch"]

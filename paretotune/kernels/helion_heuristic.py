@@ -10,7 +10,8 @@ and this module calls those same functions rather than copying them:
   data directory. It asks ``get_hardware_info()`` for the device; here that question is answered as the
   campaign's target would answer it, so a CPU machine finds what the target GPU would.
 - ``autotune_<kernel name>`` in that file is called with the kernel's arguments, or, for a kernel with a user
-  key (``aot_kernel(key=...)``), with the key's values flattened by Helion's ``_flatten_key_value``.
+  key (``aot_kernel(key=...)``), with the key's values flattened as Helion flattens them
+  (:func:`paretotune.compat.helion.flatten_key_value`).
 
 Helion logs and falls back to its default config when a heuristic it found cannot be used; a tuning campaign
 must not (its baseline would silently be another build), so that is a :class:`HeuristicError` here.
@@ -24,6 +25,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from paretotune.compat import helion as compat_helion
+
 
 class HeuristicError(ValueError):
     """A heuristic file exists for the kernel but cannot give it a config (the message names the file)."""
@@ -32,25 +35,15 @@ class HeuristicError(ValueError):
 def is_aot_kernel(kernel: Any) -> bool:
     """Whether Helion looks up an AOT heuristic for ``kernel`` (``@helion.aot_kernel``; plain kernels autotune)."""
     settings = getattr(kernel, "settings", None)
-    return getattr(settings, "autotune_cache", None) == "AOTAutotuneCache" or hasattr(kernel, "_aot_user_key")
+    return (getattr(settings, "autotune_cache", None) == "AOTAutotuneCache"
+            or compat_helion.has_aot_user_key_slot(kernel))
 
 
 @contextlib.contextmanager
 def answering_as(capability: int) -> Iterator[None]:
     """Make Helion's heuristic discovery see a CUDA device of ``capability`` (``90`` -> ``sm90``)."""
-    from helion._hardware import HardwareInfo
-    from helion.autotuner import aot_cache
-
-    original = aot_cache.get_hardware_info
-    info = HardwareInfo(device_kind="cuda", hardware_name=f"sm_{capability} target", runtime_version="target",
-                        compute_capability=f"sm{capability}")
-    aot_cache.get_hardware_info = lambda *args, **kwargs: info  # type: ignore[assignment]
-    aot_cache.clear_heuristic_cache()  # Helion caches a lookup per source file, whatever the device was
-    try:
+    with compat_helion.heuristic_lookup_as(capability):
         yield
-    finally:
-        aot_cache.get_hardware_info = original  # type: ignore[assignment]
-        aot_cache.clear_heuristic_cache()
 
 
 def source_file(kernel: Any) -> str:
@@ -63,6 +56,7 @@ def find_heuristic(kernel: Any, capability: int) -> Path | None:
     is not an AOT kernel (Helion looks up no heuristic for it) or that has no heuristic."""
     if not is_aot_kernel(kernel):
         return None
+    compat_helion.import_helion()
     from helion.autotuner import aot_cache
 
     with answering_as(capability):
@@ -72,11 +66,8 @@ def find_heuristic(kernel: Any, capability: int) -> Path | None:
 
 def expected_names(kernel: Any, capability: int) -> list[str]:
     """The file names Helion tries beside the kernel, most specific first (for a message saying none exists)."""
-    from helion._hardware import HardwareInfo
-
-    info = HardwareInfo("cuda", "", "", f"sm{capability}")
     stem = Path(source_file(kernel)).stem
-    return [f"_helion_aot_{stem}_cuda_{cc}.py" for cc in info.get_compatible_compute_ids()]
+    return [f"_helion_aot_{stem}_cuda_{cc}.py" for cc in compat_helion.compatible_compute_ids(capability)]
 
 
 def load(path: Path) -> Any:
@@ -98,12 +89,10 @@ def load(path: Path) -> Any:
 
 def key_values(kernel: Any, args: Sequence[Any]) -> tuple[Any, ...]:
     """What Helion passes to ``autotune_<name>``: the flattened user key, or the arguments themselves."""
-    user_key = getattr(kernel, "_aot_user_key", None)
+    user_key = compat_helion.aot_user_key(kernel)
     if user_key is None:
         return tuple(args)
-    from helion.autotuner.aot_kernel import _flatten_key_value
-
-    return tuple(_flatten_key_value(user_key(*args)))
+    return tuple(compat_helion.flatten_key_value(user_key(*args)))
 
 
 def heuristic_config(kernel: Any, path: Path, args: Sequence[Any]) -> dict[str, Any]:

@@ -28,6 +28,8 @@ import random
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from paretotune.compat import helion as compat_helion
+
 MAX_VALUES = 4096  # values kept per knob (a categorical choice over more than this is sampled)
 CPU_RESTRICTION = ("static CPU campaign: Helion's tensor_descriptor indexing is left out of the searched space "
                    "(its codegen needs a GPU); baselines keep their own indexing")
@@ -36,14 +38,8 @@ CPU_RESTRICTION = ("static CPU campaign: Helion's tensor_descriptor indexing is 
 @contextlib.contextmanager
 def device_features(tensor_descriptors: bool) -> Iterator[None]:
     """Make Helion answer 'are TMA tensor descriptors available?' as the target would, without asking CUDA."""
-    from helion import _compat
-
-    original = _compat._supports_tensor_descriptor
-    _compat._supports_tensor_descriptor = lambda: tensor_descriptors  # type: ignore[assignment]
-    try:
+    with compat_helion.tensor_descriptors(tensor_descriptors):
         yield
-    finally:
-        _compat._supports_tensor_descriptor = original  # type: ignore[assignment]
 
 
 def _fragment_values(fragment: Any) -> list[Any]:
@@ -135,7 +131,7 @@ def accepts(config_spec: Any, config: Mapping[str, Any]) -> bool:
 
     trial = copy.deepcopy(dict(config))
     try:
-        config_spec.normalize(trial, _fix_invalid=False)
+        compat_helion.normalize(config_spec, trial, fix_invalid=False)
     except Exception:  # noqa: BLE001 - any rejection by Helion means "not a point of the space"
         return False
     return all(trial.get(k) == v for k, v in config.items())
@@ -146,5 +142,5 @@ def normalized(config_spec: Any, config: Mapping[str, Any]) -> dict[str, Any]:
     import copy
 
     trial = copy.deepcopy(dict(config))
-    config_spec.normalize(trial, _fix_invalid=True)
+    compat_helion.normalize(config_spec, trial, fix_invalid=True)
     return trial

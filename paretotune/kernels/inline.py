@@ -19,17 +19,16 @@ import os
 import pickle
 import tempfile
 import threading
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from paretotune.compat import triton as compat_triton
 from paretotune.store.atomic import atomic_write
 
 ENV = "PARETOTUNE_INLINE_DIR"
 MODULE = __name__
 _OBJECTS: dict[str, Any] = {}
 _LOCK = threading.Lock()
-_TRANSIENT = ("_hash_lock", "device_caches", "__globals__", "kernel", "hash")  # rebuilt on load
 
 
 def register(obj: Any, name: str = "kernel") -> str:
@@ -60,6 +59,7 @@ def _pickler_class() -> type:
     import cloudpickle
 
     try:
+        compat_triton.checked()
         from triton.runtime.jit import JITFunction
     except ImportError:
         return cloudpickle.CloudPickler
@@ -74,24 +74,12 @@ def _pickler_class() -> type:
 
 
 def _reduce_jit(fn: Any) -> tuple[Any, tuple[Any, ...]]:
-    state = {k: v for k, v in fn.__dict__.items() if k not in _TRANSIENT}
-    return _rebuild_jit, (type(fn), state)
+    return _rebuild_jit, (type(fn), compat_triton.jit_function_state(fn))
 
 
 def _rebuild_jit(cls: type, state: dict[str, Any]) -> Any:
-    from triton.runtime import jit
-
-    fn = cls.__new__(cls)
-    fn.__dict__.update(state)
-    fn._hash_lock = threading.RLock()
-    fn.hash = None
-    fn.kernel = None
-    fn.__globals__ = fn.fn.__globals__
-    fn.device_caches = defaultdict(fn.create_binder)
-    registry = getattr(jit, "_triton_jit_function_registry", None)  # triton >= 3.7 looks kernels up by name
-    if registry is not None:
-        registry[f"{fn.module}:{fn.fn.__qualname__}"] = fn
-    return fn
+    """The unpickling side of :func:`_reduce_jit` (named by reference in each pickle)."""
+    return compat_triton.jit_function_from_state(cls, state)
 
 
 def __getattr__(name: str) -> Any:

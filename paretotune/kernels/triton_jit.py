@@ -2,8 +2,8 @@
 
 :mod:`paretotune.kernels.triton` (the Triton adapter) and :mod:`paretotune.kernels.helion` (whose host
 functions launch Triton kernels) both compile without a GPU through :func:`compile_like_jit`: the arguments
-go through the JIT's own binder, so pointer alignment and ``== 1`` specializations match what
-``JITFunction.run`` would build (without them register counts differ).
+go through the JIT's own binder (:func:`paretotune.compat.triton.jit_specialization`), so pointer alignment
+and ``== 1`` specializations match what ``JITFunction.run`` would build (without them register counts differ).
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from paretotune.compat import triton as compat_triton
 from paretotune.kernels.base import KernelPTX
 from paretotune.toolchain.arch import TargetArch
 
@@ -51,6 +52,7 @@ class _Unwrapped:
 
 def unwrap(fn: Any) -> _Unwrapped:
     """Peel ``@triton.autotune`` and ``@triton.heuristics`` off a kernel; the JITFunction is what compiles."""
+    compat_triton.checked()
     from triton.runtime.autotuner import Autotuner, Heuristics
     from triton.runtime.jit import JITFunction
 
@@ -98,17 +100,15 @@ def jit_defaults() -> dict[str, Any]:
 
 def compile_like_jit(jit_fn: Any, args: list[Any], options: dict[str, Any], target: TargetArch) -> Any:
     """``triton.compile`` for ``target`` with the JIT's specialization of ``args``; no GPU is touched."""
+    compat_triton.checked()
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource, make_backend
-    from triton.runtime.jit import create_function_from_signature
 
     gpu_target = GPUTarget("cuda", target.capability, target.warp_size)
     backend = make_backend(gpu_target)
-    binder = create_function_from_signature(jit_fn.signature, jit_fn.params, backend)
     kwargs = {**jit_defaults(), "debug": bool(getattr(jit_fn, "debug", False)) or jit_defaults()["debug"], **options}
-    bound, spec, opts = binder(*args, **kwargs)
-    opts, sig, constexprs, attrs = jit_fn._pack_args(backend, kwargs, bound, spec, opts)
+    sig, constexprs, attrs, opts = compat_triton.jit_specialization(jit_fn, backend, args, kwargs)
     return triton.compile(ASTSource(jit_fn, sig, constexprs, attrs), target=gpu_target, options=opts.__dict__)
 
 

@@ -60,7 +60,8 @@ def poison(prepared: Prepared) -> None:
 def tensor_leaves(tree: Any) -> list[Any]:
     """The tensors in an input set or an output (dicts, tuples and lists nested in any way)."""
     import torch
-    from torch.utils._pytree import tree_flatten
+
+    from paretotune.compat.torch import tree_flatten
 
     return [leaf for leaf in tree_flatten(tree)[0] if isinstance(leaf, torch.Tensor)]
 
@@ -76,7 +77,8 @@ def writable_leaves(inputs: Inputs) -> list[Any]:
 def clone_tree(tree: Any) -> Any:
     """A copy of an output whose tensors no later launch can overwrite."""
     import torch
-    from torch.utils._pytree import tree_map
+
+    from paretotune.compat.torch import tree_map
 
     return tree_map(lambda x: x.clone() if isinstance(x, torch.Tensor) else x, tree)
 

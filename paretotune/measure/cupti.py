@@ -17,6 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from paretotune.compat.torch import kineto_events
+from paretotune.compat.triton import l2_flush_buffer
+
 CALL_RANGE = "paretotune::call"
 FLUSH_RANGE = "paretotune::flush"
 GPU_ACTIVITIES = ("kernel", "gpu_memset", "gpu_memcpy")  # Kineto's activity types of work on the GPU
@@ -49,15 +52,14 @@ def profile_calls(fn: Callable[[], Any], calls: int) -> tuple[list[Activity], se
     with the names of a flush's GPU activities (from a short profile of flushes alone). Needs CUDA."""
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
-    from triton import runtime
 
-    cache = runtime.driver.active.get_empty_cache_for_benchmark()
+    cache = l2_flush_buffer()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as alone:
         for _ in range(2):
             cache.zero_()
         torch.cuda.synchronize()
-    flush_names = {a.name for a in map(activity, alone.profiler.kineto_results.events()) if a.on_gpu}
+    flush_names = {a.name for a in map(activity, kineto_events(alone)) if a.on_gpu}
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for _ in range(calls):
             with record_function(FLUSH_RANGE):
@@ -65,7 +67,7 @@ def profile_calls(fn: Callable[[], Any], calls: int) -> tuple[list[Activity], se
             with record_function(CALL_RANGE):
                 fn()
         torch.cuda.synchronize()
-    return [activity(e) for e in prof.profiler.kineto_results.events()], flush_names
+    return [activity(e) for e in kineto_events(prof)], flush_names
 
 
 def activity(event: Any) -> Activity:

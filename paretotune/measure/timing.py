@@ -133,7 +133,8 @@ def check_output(got: Any, expected: Any, atol: float, rtol: float) -> str | Non
     a tensor or a tuple, list or dict of them, nested: every tensor is compared, in order, and a message about
     one of several names its position (``output 1``)."""
     import torch
-    from torch.utils._pytree import tree_flatten
+
+    from paretotune.compat.torch import tree_flatten
 
     if got is None:
         return "kernel returned no output"

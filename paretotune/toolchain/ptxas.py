@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from paretotune.compat.triton import nvidia_backend_source
 from paretotune.errors import ToolchainError
 from paretotune.toolchain.arch import TargetArch
 
@@ -191,16 +192,8 @@ def triton_passes_reg_alloc_flag() -> bool:
     wait for :func:`export_for_triton`). Without the flag, 2 of 120 sampled ACFs gave machine code other than
     Triton's on the bundled softmax (triton 3.9, ``benchmarks/results/static_build_devbox.json``), so static
     figures would not be the launched build's."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("triton")
-    if spec is None or not spec.submodule_search_locations:
-        return False
-    for root in spec.submodule_search_locations:
-        source = Path(root) / "backends" / "nvidia" / "compiler.py"
-        if source.is_file():
-            return REG_ALLOC_FLAG in source.read_text(errors="replace")
-    return False
+    source = nvidia_backend_source()
+    return source is not None and REG_ALLOC_FLAG in source
 
 
 def ptxas_flags(target: TargetArch, acf: Path | None, *, enable_fp_fusion: bool = True) -> list[str]:

@@ -1,0 +1,53 @@
+"""torch's private names that paretotune uses: its pytree helpers and the profiler's raw Kineto records.
+
+Checked against torch 2.11 (the GPU machine) and 2.13 (CPU): neither has a public pytree module
+(``torch.utils.pytree`` does not exist), and ``torch.profiler.profile.events()`` gives averaged
+``FunctionEvent`` objects without the CUPTI correlation ids the CUPTI clock needs.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+
+def _pytree() -> ModuleType:
+    from torch.utils import _pytree
+
+    return _pytree
+
+
+def tree_flatten(tree: Any) -> tuple[list[Any], Any]:
+    """(leaves, spec) of a nest of tuples, lists and dicts (``torch.utils._pytree.tree_flatten``)."""
+    return _pytree().tree_flatten(tree)
+
+
+def tree_leaves(tree: Any) -> list[Any]:
+    """The leaves of a nest, in order (``torch.utils._pytree.tree_leaves``)."""
+    return list(_pytree().tree_leaves(tree))
+
+
+def tree_map(fn: Callable[[Any], Any], tree: Any) -> Any:
+    """The same nest with ``fn`` applied to each leaf (``torch.utils._pytree.tree_map``)."""
+    return _pytree().tree_map(fn, tree)
+
+
+def tree_unflatten(leaves: list[Any], spec: Any) -> Any:
+    """The nest ``spec`` describes, filled with ``leaves`` (``torch.utils._pytree.tree_unflatten``)."""
+    return _pytree().tree_unflatten(leaves, spec)
+
+
+def treespec_dumps(spec: Any) -> str:
+    """A nest's spec as text, for a JSON file (``torch.utils._pytree.treespec_dumps``)."""
+    return str(_pytree().treespec_dumps(spec))
+
+
+def treespec_loads(text: str) -> Any:
+    """:func:`treespec_dumps`'s text back as a spec (``torch.utils._pytree.treespec_loads``)."""
+    return _pytree().treespec_loads(text)
+
+
+def kineto_events(prof: Any) -> list[Any]:
+    """Every raw Kineto record of a finished ``torch.profiler.profile`` (``prof.profiler.kineto_results``): each
+    with its name, device, start/end and correlation ids."""
+    return list(prof.profiler.kineto_results.events())
