@@ -104,6 +104,7 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
 
 
 def make_evaluator(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Sequence[Objective]) -> Evaluator:
+    """The campaign's evaluator (:mod:`.evaluator`), looked up here by name so tests and benchmarks can swap it."""
     from paretotune.runner.evaluator import evaluator_for
 
     return evaluator_for(campaign, ptxas, run, objectives)
