@@ -22,11 +22,49 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False,
     (:func:`~paretotune.campaign.trial_import.trial_imports`; the CLI's first look at a campaign does), then
     here with their output hidden (the trial showed it); ``after_trial``: called once all passed (workers
     started early wait for it before they import the code)."""
+    from paretotune.kernels.registry import adapter_for
+
+    where = f"{campaign.path}: kernel.source"
+    override = campaign.spec.kernel
+    obj = _kernel_object(campaign, trial_import)
+    from paretotune.kernels.inline import MODULE as INLINE
+
+    adapter = adapter_for(obj, override.source.rpartition(":")[2], where,
+                          as_object=override.source.startswith(f"{INLINE}:"))
+    _use_campaign(campaign, adapter)
+    if trial_import:
+        _trial_heuristic(campaign, adapter)
+    if after_trial is not None:
+        after_trial()
+    restrict = getattr(adapter, "restrict_to", None)
+    if restrict is not None:  # e.g. an autotuned kernel's configs that its pruning drops on every shape
+        try:
+            restrict(campaign.shapes)
+        except Exception as exc:  # noqa: BLE001 - the kernel's own prune function or input factory failed
+            raise UserError(f"{where}: pruning the kernel's configs for the campaign's shapes failed "
+                            f"({type(exc).__name__}: {exc})") from None
+    if override.space:
+        _check_space_override(campaign, adapter)
+    if override.space or override.default:
+        from paretotune.kernels.overrides import OverriddenAdapter
+
+        adapter = OverriddenAdapter(adapter, space=override.space, default=override.default)
+    try:
+        adapter.check_space(adapter.space())
+    except ValueError as exc:
+        raise UserError(f"{campaign.path}: kernel.space.{exc}") from None
+    _check_shapes(campaign, adapter)
+    _check_defaults(campaign, adapter)
+    return adapter
+
+
+def _kernel_object(campaign: Campaign, trial_import: bool) -> Any:
+    """The object ``kernel.source`` names, imported (after a trial import in a child, if asked), made a spec
+    with ``kernel.inputs`` or ``kernel.captured`` where the campaign gives one."""
     import contextlib
     import sys
 
     from paretotune.campaign.trial_import import hidden_output, trial_imports
-    from paretotune.kernels.registry import adapter_for
 
     where = f"{campaign.path}: kernel.source"
     override = campaign.spec.kernel
@@ -49,55 +87,38 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False,
             raise UserError(f"{where}: {exc}") from None
     if override.captured is not None:
         obj = _captured(campaign, obj)
-    from paretotune.kernels.inline import MODULE as INLINE
+    return obj
 
-    adapter = adapter_for(obj, override.source.rpartition(":")[2], where,
-                          as_object=override.source.startswith(f"{INLINE}:"))
-    _use_campaign(campaign, adapter)
-    if trial_import:
-        _trial_heuristic(campaign, adapter)
-    if after_trial is not None:
-        after_trial()
-    restrict = getattr(adapter, "restrict_to", None)
-    if restrict is not None:  # e.g. an autotuned kernel's configs that its pruning drops on every shape
-        try:
-            restrict(campaign.shapes)
-        except Exception as exc:  # noqa: BLE001 - the kernel's own prune function or input factory failed
-            raise UserError(f"{where}: pruning the kernel's configs for the campaign's shapes failed "
-                            f"({type(exc).__name__}: {exc})") from None
-    if override.space:
-        from paretotune.search.space import CONFIG_LIST_KNOB
 
-        known = adapter.space()
-        in_list = {k for c in known.get(CONFIG_LIST_KNOB, []) if isinstance(c, dict) for k in c}
-        for key in override.space:
-            if key not in known and key not in in_list:
-                raise UserError(f"{campaign.path}: kernel.space.{key}: unknown kernel knob '{key}' "
-                                f"(known: {', '.join(sorted(set(known) - {CONFIG_LIST_KNOB} | in_list))})")
-        if CONFIG_LIST_KNOB in known:
-            from paretotune.kernels.overrides import OverriddenAdapter
+def _check_space_override(campaign: Campaign, adapter: KernelAdapter) -> None:
+    """``kernel.space`` names only the kernel's knobs, and leaves at least one of a listed-configs kernel's configs."""
+    from paretotune.kernels.overrides import OverriddenAdapter
+    from paretotune.search.space import CONFIG_LIST_KNOB
 
-            left = OverriddenAdapter(adapter, space=override.space, default=None).space().get(CONFIG_LIST_KNOB)
-            if left is not None and not left:
-                raise UserError(f"{campaign.path}: kernel.space: no listed config of the kernel has these values")
-    if override.space or override.default:
-        from paretotune.kernels.overrides import OverriddenAdapter
+    override = campaign.spec.kernel
+    known = adapter.space()
+    in_list = {k for c in known.get(CONFIG_LIST_KNOB, []) if isinstance(c, dict) for k in c}
+    for key in override.space:
+        if key not in known and key not in in_list:
+            raise UserError(f"{campaign.path}: kernel.space.{key}: unknown kernel knob '{key}' "
+                            f"(known: {', '.join(sorted(set(known) - {CONFIG_LIST_KNOB} | in_list))})")
+    if CONFIG_LIST_KNOB in known:
+        left = OverriddenAdapter(adapter, space=override.space, default=None).space().get(CONFIG_LIST_KNOB)
+        if left is not None and not left:
+            raise UserError(f"{campaign.path}: kernel.space: no listed config of the kernel has these values")
 
-        adapter = OverriddenAdapter(adapter, space=override.space, default=override.default)
-    try:
-        adapter.check_space(adapter.space())
-    except ValueError as exc:
-        raise UserError(f"{campaign.path}: kernel.space.{exc}") from None
-    _check_shapes(campaign, adapter)
+
+def _check_defaults(campaign: Campaign, adapter: KernelAdapter) -> None:
+    """Each shape's default config is in the space (a Helion ConfigSpec space holds them by construction)."""
     from paretotune.kernels.helion import HelionAdapter
 
+    override = campaign.spec.kernel
     inner = getattr(adapter, "inner", adapter)
     derived = isinstance(inner, HelionAdapter) and inner.spec.space is None
     if not derived or override.default or override.space:
         # a Helion ConfigSpec space holds every shape's baseline by construction: other spaces are checked
         for shape in campaign.shapes:
             validate_config(adapter.space(), adapter.default_config(shape), f"{campaign.path}: kernel.default")
-    return adapter
 
 
 def _trial_heuristic(campaign: Campaign, adapter: Any) -> None:

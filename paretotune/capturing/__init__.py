@@ -7,6 +7,7 @@ becomes a campaign whose inputs are rebuilt from that metadata (:mod:`.replay`).
 
 Modules, one job each: :mod:`.metadata` (arguments as JSON, tensors rebuilt from it), :mod:`.kernel_info`
 (what a kernel object is and where it is defined), :mod:`.recorder` (calls and their time per signature),
+:mod:`.tally` (what is kept per kernel and signature, and each kernel's entry in the record),
 :mod:`.first_call` (what the first call of a signature did), :mod:`.hooks` (the patches on Triton and Helion
 while a capture runs), :mod:`.run_program` (the captured program's process), :mod:`.writer` (the ranked
 summary and one campaign per kernel), :mod:`.replay` (a kernel spec from a capture).

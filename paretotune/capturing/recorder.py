@@ -23,18 +23,17 @@ from __future__ import annotations
 import json
 import os
 import random
-import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from paretotune.capturing import SAMPLE_EVERY, TIME_FIRST, TIMING, first_call
 from paretotune.capturing.kernel_info import KernelInfo, helion_info, triton_info
 from paretotune.capturing.metadata import Undescribable, leaf_key
+from paretotune.capturing.tally import KernelRecord, Signature, import_path, kernel_doc, versions
 
 FORMAT = "paretotune-capture/1"
 RECORD = "capture.json"  # what a capture folder's record is called
@@ -42,38 +41,6 @@ MAX_SIGNATURES = 64  # per kernel; calls of further signatures are counted toget
 # pending CUDA event pairs before the finished ones are read (never blocking) and their events recycled: few, since
 # until then every timed launch creates two events (a 23-step training step never had 512 pending)
 DRAIN_AT = 32
-
-
-@dataclass
-class Signature:
-    """One distinct signature of a kernel: the sampled calls that had it, their time, the first call's description."""
-
-    seen: int = 0  # sampled calls of the kernel with this signature
-    time_ms: float = 0.0  # measured: the timed calls' time
-    timed: int = 0  # calls whose time is in time_ms
-    doc: dict[str, Any] | None = None  # set once the first call finished
-
-    def estimate_calls(self, calls: int, sampled: int) -> float:
-        """Its calls among the kernel's ``calls``, of which ``sampled`` were sampled: exact when all were."""
-        return self.seen * calls / sampled if sampled else 0.0
-
-    def estimate_ms(self, calls: int, sampled: int) -> float:
-        """Its total time: the timed calls' mean times its estimated calls (nothing timed: no time made up)."""
-        return self.time_ms * self.estimate_calls(calls, sampled) / self.timed if self.timed else 0.0
-
-
-@dataclass
-class KernelRecord:
-    index: int
-    info: KernelInfo
-    signatures: dict[Any, Signature] = field(default_factory=dict)
-    other: Signature = field(default_factory=Signature)  # signatures past MAX_SIGNATURES
-    calls: int = 0  # every outermost call that returned (graph-capture calls included): exact
-    sampled: int = 0  # of those, the calls keyed and timed (all of them with timing "all")
-    graph_sampled: int = 0  # sampled calls made while a CUDA graph was being captured (not timed, not described)
-    untimed_calls: int = 0  # sampled calls on CUDA tensors whose launches Triton's launch hooks did not report
-    problem: str | None = None
-    timing: set[str] = field(default_factory=set)
 
 
 class Recorder:
@@ -361,12 +328,12 @@ class Recorder:
             except Exception as exc:  # noqa: BLE001 - a faulted CUDA context: report what was read
                 self._timing_problem = f"GPU times incomplete ({type(exc).__name__}: {exc})"
                 self._pending.clear()
-            kernels = [self._kernel_doc(r) for r in self._records]
+            kernels = [kernel_doc(r) for r in self._records]
         timing = sorted({t for r in self._records for t in r.timing})
         return {"format": FORMAT, "started": self.started, "duration_s": time.time() - self.started,
                 "timing": timing[0] if len(timing) == 1 else ("mixed" if timing else "none"),
                 "sampling": self.timing,
-                "timing_problem": self._timing_problem, "versions": _versions(), "kernels": kernels}
+                "timing_problem": self._timing_problem, "versions": versions(), "kernels": kernels}
 
     def save(self, out: Path, program: dict[str, Any], status: Any) -> Path:
         """Write :meth:`document` with the program's command line and exit status as ``out/capture.json``
@@ -386,43 +353,6 @@ class Recorder:
         tmp.write_text(json.dumps(doc, indent=1, default=repr), encoding="utf-8")
         return tmp.replace(out / RECORD)
 
-    def _kernel_doc(self, record: KernelRecord) -> dict[str, Any]:
-        """A kernel's record. Counts of signatures and graph-capture calls and all times are scaled from the sampled
-        calls to the kernel's ``calls`` (exact where every call was read); ``sampled_calls`` says how many were."""
-        info, total, sampled = record.info, record.calls, record.sampled
-        sigs = [s for s in record.signatures.values() if s.seen]
-        described = sorted((s for s in sigs if s.doc is not None), key=lambda s: -s.estimate_ms(total, sampled))
-        problem = record.problem
-        if problem is None and sigs and not described:
-            problem = "no call of it finished being described"
-        undescribed = [s for s in sigs if s.doc is None] + ([record.other] if record.other.seen else [])
-        graph = record.graph_sampled * total / sampled if sampled else 0.0
-        return {
-            "index": record.index, "name": info.name, "kind": info.kind, "layers": list(info.layers),
-            "params": list(info.params),
-            "source": info.source, "problem": problem,
-            "calls": round(total - graph), "sampled_calls": sampled - record.graph_sampled, "graph_calls": round(graph),
-            "untimed_calls": record.untimed_calls,
-            "time_ms": sum(s.estimate_ms(total, sampled) for s in sigs) + record.other.estimate_ms(total, sampled),
-            "timed_calls": sum(s.timed for s in sigs) + record.other.timed,
-            "timing": sorted(record.timing),
-            "signatures": [{**s.doc, "calls": round(s.estimate_calls(total, sampled)), "sampled_calls": s.seen,
-                            "timed_calls": s.timed, "time_ms": s.estimate_ms(total, sampled)} for s in described],
-            "undescribed": {"signatures": len(undescribed),
-                            "calls": round(sum(s.estimate_calls(total, sampled) for s in undescribed)),
-                            "time_ms": sum(s.estimate_ms(total, sampled) for s in undescribed)},
-        }
-
-
-def import_path() -> list[str]:
-    """The program's ``sys.path`` as absolute folders (its own edits and ``PYTHONPATH`` included): a campaign
-    adds them after its own, so that a kernel's module finds what it imports as it did in the program."""
-    out: list[str] = []
-    for entry in sys.path:
-        path = os.path.abspath(entry or os.curdir)
-        if path not in out and os.path.exists(path):
-            out.append(path)
-    return out
 
 
 def _function(obj: Any) -> Any:
@@ -442,18 +372,3 @@ def _on_cuda(args: tuple[Any, ...]) -> bool:
         if isinstance(a, (tuple, list)):
             return _on_cuda(tuple(a))
     return False
-
-
-def _versions() -> dict[str, str]:
-    import platform
-    import sys
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"python": platform.python_version()}
-    for name in ("torch", "triton", "helion"):
-        if name in sys.modules or name == "torch":
-            try:
-                out[name] = version(name)
-            except PackageNotFoundError:
-                pass
-    return out

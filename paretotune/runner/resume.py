@@ -30,7 +30,7 @@ from paretotune.campaign.resolve import make_adapter, make_objectives
 from paretotune.errors import ToolchainError, UserError
 from paretotune.kernels.base import baseline_words
 from paretotune.records import TrialRecord
-from paretotune.runner.loop import InFlight, LoopState
+from paretotune.runner.state import InFlight, LoopState
 from paretotune.runner.start import make_engine, objective_columns
 from paretotune.search.base import SearchEngine
 from paretotune.search.twins import missing_twins

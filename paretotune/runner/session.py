@@ -121,7 +121,8 @@ def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engin
 
     from paretotune.campaign.resolve import make_objectives
     from paretotune.measure.gpu_check import STATIC_NOTE, measures_on_gpu
-    from paretotune.runner.loop import LoopState, run_campaign
+    from paretotune.runner.loop import run_campaign
+    from paretotune.runner.state import LoopState
 
     total = campaign.spec.search.budget + 1
     before = len(point.records) if point is not None else 0

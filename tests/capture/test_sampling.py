@@ -13,7 +13,8 @@ import triton
 import triton.language as tl
 
 from paretotune.capturing import SAMPLE_EVERY, TIME_FIRST
-from paretotune.capturing.recorder import DRAIN_AT, Recorder, Signature
+from paretotune.capturing.recorder import DRAIN_AT, Recorder
+from paretotune.capturing.tally import Signature
 
 
 @triton.jit

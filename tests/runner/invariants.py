@@ -17,7 +17,7 @@ from typing import Any
 
 from paretotune.pareto import rank_fronts
 from paretotune.records import TrialRecord
-from paretotune.runner.loop import minimization_vector
+from paretotune.runner.ledger import minimization_vector
 from paretotune.store import RunDir
 from paretotune.store.checkpoint import read_checkpoint
 

@@ -135,7 +135,7 @@ def test_seeded_engine_resumes_to_the_uninterrupted_result(tmp_path: Path, feed_
 
 
 class SteppingClock:
-    """``time`` for the loop module only: each ``monotonic()`` reads one second later (no real waiting)."""
+    """``time`` for the loop's modules only: each ``monotonic()`` reads one second later (no real waiting)."""
 
     def __init__(self) -> None:
         import time
@@ -152,12 +152,13 @@ class SteppingClock:
 
 def test_wall_clock_budget_stops_proposing_and_finishes_in_flight(tmp_path: Path, feed_fake_evaluator: Any,
                                                                   ptxas: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from paretotune.runner import loop
+    from paretotune.runner import ledger, loop
 
     path = write_campaign(tmp_path)
     path.write_text(path.read_text().replace("  pool_size: 9\n", "  pool_size: 9\n  wall_clock_s: 20\n"))
     clock = SteppingClock()
     monkeypatch.setattr(loop, "time", clock)
+    monkeypatch.setattr(ledger, "time", clock)  # the run's elapsed time, read before each proposal
     start(path, tmp_path / "run", ptxas)
     run = RunDir(tmp_path / "run")
     records = run.records()

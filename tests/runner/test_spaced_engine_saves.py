@@ -1,4 +1,4 @@
-"""On GPU campaigns a costly engine checkpoint is spaced out (runner/loop.py), and the resume promise holds.
+"""On GPU campaigns a costly engine checkpoint is spaced out (runner/ledger.py), and the resume promise holds.
 
 CompileIQ's checkpoint took 0.13 s per save at 50 records and 0.5 s at 200 on the dev box
 (benchmarks/results/engine_save_devbox.json), and the steady schedule commits after every record; spacing the
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from paretotune.runner.loop import COSTLY_SAVE_S
+from paretotune.runner.ledger import COSTLY_SAVE_S
 from paretotune.search.compileiq_engine import CompileIQEngine
 from paretotune.store import RunDir
 from paretotune.store.checkpoint import Checkpointer, read_checkpoint
