@@ -164,7 +164,7 @@ def rebuild(leaves: Sequence[dict[str, Any]], device: str, seed: int,
         if generator is not None and view.numel():
             given = values[i] if values is not None else None
             # an expanded view (a broadcast scale: a stride of 0) shares elements, and a copy into it is refused
-            # (Helion's fp8_matmul example, H200, 2026-12-02): fill what it is expanded from
+            # (Helion's fp8_matmul example has one): fill what it is expanded from
             base = tuple(slice(0, 1) if st == 0 else slice(None) for st in t["stride"])
             target = view[base]
             target.copy_(given.to(device)[base] if given is not None else

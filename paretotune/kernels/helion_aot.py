@@ -24,7 +24,7 @@ from paretotune.records import Shape
 from paretotune.toolchain.arch import TargetArch
 
 # SMs of the GPU each target stands for: persistent pid types size their grid with helion.runtime.get_num_sm,
-# which needs a GPU. H100 SXM and H200 have 132 SMs, B200 148, A100 108.
+# which needs a GPU. sm_90's parts (H100 SXM and its successor) have 132 SMs, B200 148, A100 108.
 NUM_SMS: dict[int, int] = {80: 108, 86: 84, 89: 128, 90: 132, 100: 148}
 
 
@@ -39,8 +39,8 @@ def target_codegen(capability: int) -> Iterator[None]:
     where it asks the device: whether a config's accesses go through the TMA async proxy, which adds fences
     (``async_store_drain``, ``async_load_fence``) to kernels with a cross-thread sync. Without this the pool's
     build of dynamic_per_token_scaled_fp8_quant, rms_norm_dynamic_per_token_quant and rms_norm_per_block_quant
-    lacked the fences, so the GPU worker rebuilt every candidate (0.9 s; H200, 2026-12-01,
-    ``benchmarks/check_build_keys.py``). A Helion without that decision is left as it is."""
+    lacked the fences, so the GPU worker rebuilt every candidate (``benchmarks/check_build_keys.py`` finds
+    such rebuilds). A Helion without that decision is left as it is."""
     with tma_decision_as(capability):
         yield
 

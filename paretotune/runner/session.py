@@ -74,8 +74,8 @@ def start_and_execute(campaign: Campaign, out: Path, ptxas: Ptxas, *, quiet: boo
 def start_workers_early(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Sequence[Objective]
                         ) -> Evaluator | None:
     """The evaluator, its worker processes already starting (imports, CUDA, compiler warm-up) while the
-    kernel is imported and checked: on the H200 host both took about 20-30 s one after the other
-    (2026-12-01, D1-D3: a campaign's first record 46-52 s after its process started). Local backend and an
+    kernel is imported and checked: each takes tens of seconds, and one after the other they delayed a
+    campaign's first record by both (docs/results.md). Local backend and an
     empty or new ``--out`` only: a Ray session is not opened, and an existing folder not read, before the
     campaign has passed its checks."""
     if campaign.spec.execution.backend != "local":
@@ -105,7 +105,7 @@ def process_age_s() -> float:
     """Seconds since this process imported paretotune (the CLI's first import): interpreter start-up aside, the
     command's age. Not the process's start time in /proc: a shell or wrapper that runs its setup and then
     replaces itself with the CLI (``sh -c "pip install ... && paretotune run ..."``) keeps its process, and its
-    setup would count against the campaign's wall clock (91 s of a quickstart's installs, 2026-12-01)."""
+    setup would count against the campaign's wall clock (a quickstart's installs, for one)."""
     from paretotune.version import IMPORTED_AT
 
     return round(time.monotonic() - IMPORTED_AT, 3)
@@ -178,7 +178,7 @@ def evaluated_line(records: Sequence[TrialRecord]) -> str:
 
 def done_line(records: Sequence[TrialRecord], budget: int) -> str:
     """A complete run's evaluations as the budget counts them: search candidates, not the baseline nor the no-ACF
-    twins added after the search (the 2026-12-04 audit: "61 of 60 evaluations")."""
+    twins added after the search (counting them printed "61 of 60 evaluations")."""
     from paretotune.pareto.attribution import TWIN_OF
 
     twins = sum(TWIN_OF in r.extra for r in records)

@@ -19,8 +19,8 @@ The baseline (the user's config, default compiler) is measured before any search
 kernels whose config is already tuned (Helion's pretuned sm90 heuristics) every config phase 1 tried in a
 minute was slower than the baseline, and without it phase 2 searched ACFs on a slower config.
 
-With asynchronous engines the loop keeps candidates in flight across the switch (no generation barrier: on the
-H200 a sequential campaign whose Helion compiles took 30 s left the GPU 2 % busy, 2026-12-01). Phase 1's end
+With asynchronous engines the loop keeps candidates in flight across the switch (no generation barrier: with one,
+a campaign whose Helion compiles take tens of seconds leaves the GPU idle while they run). Phase 1's end
 by budget or by an exhausted space waits for its candidates still in flight (``ask`` returns ``[]`` while
 they are, and the loop asks again as each comes back), so the winner is chosen from every result; its end by
 the wall clock does not wait, and a phase-1 result that comes after the switch is kept but changes nothing.

@@ -21,8 +21,8 @@ MAX_CHECK_WORKERS = 8  # each checker imports torch and Triton (a few hundred MB
 
 def default_check_workers() -> int:
     """Checker processes by default: one per core this process may use, at most :data:`MAX_CHECK_WORKERS`.
-    A check is CPU-bound (parse, kernel import, shape checks): with one checker, 9 of 25 concurrent submissions
-    were answered 503 + Retry-After (2026-12-01 audit)."""
+    A check is CPU-bound (parse, kernel import, shape checks): with one checker, concurrent submissions queue
+    behind each other and are answered 503 + Retry-After (docs/results.md)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
