@@ -349,22 +349,22 @@ def table_row(kernel: str, rec: dict[str, Any]) -> dict[str, Any]:
 def check(kernels: list[str], workloads: Path, scratch: Path) -> int:
     """CPU: every campaign loads with its whole sweep, every bucket is computed, and each kernel copy resolves
     to the heuristic beside it through Helion's own lookup (the original standing in for the shipped file)."""
-    from paretotune.campaign.load import campaign_from_text
+    from paretotune.ship.files import ship_request
     from paretotune.ship.make import helion_buckets, helion_view
     from paretotune.kernels.helion_heuristic import find_heuristic
 
     for kernel in kernels:
-        campaign = campaign_from_text(campaign_text(kernel, workloads, 60, 16), scratch / f"{kernel}.yaml")
-        view = helion_view(campaign)
+        request = ship_request(campaign_text(kernel, workloads, 60, 16), scratch / f"{kernel}.yaml")
+        view = helion_view(request)
         assert view is not None, kernel
-        _, buckets = helion_buckets(campaign, view)
+        _, buckets = helion_buckets(request, view)
         fake_ship = scratch / f"ship-{kernel}"
         fake_ship.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(view.heuristic, fake_ship / f"_helion_aot_{kernel}_cuda_sm90.py")
         old, new = kernel_copies(workloads, kernel, fake_ship, scratch / f"copies-{kernel}")
         found = (find_heuristic(old, 90), find_heuristic(new, 90))
         assert found[0].parent.name == "old" and found[1].parent.name == "new", found
-        print(f"{kernel}: {len(campaign.shapes)} shapes in {len(set(b.bucket for b in buckets.values()))} buckets; "
+        print(f"{kernel}: {len(request.shapes)} shapes in {len(set(b.bucket for b in buckets.values()))} buckets; "
               f"copies resolve to {found[0].parent.name}/ and {found[1].parent.name}/")
     return 0
 

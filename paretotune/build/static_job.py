@@ -14,7 +14,7 @@ import tempfile
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -23,8 +23,9 @@ from typing import Any
 from paretotune.campaign.trial_import import hidden_output
 from paretotune.errors import CandidateFailure
 from paretotune.build.base import failed_record, scaled_limit
-from paretotune.records import Candidate, TrialRecord
+from paretotune.records import Candidate, Shape, TrialRecord
 from paretotune.store.atomic import atomic_write
+from paretotune.toolchain.arch import TargetArch
 
 
 @dataclass(frozen=True)
@@ -80,39 +81,39 @@ def init_worker(ctx: WorkerContext) -> None:
         export_for_triton(ptxas)
     from paretotune.campaign.load import campaign_from_text
     from paretotune.campaign.resolve import make_adapter, make_objectives
+    from paretotune.campaign.trial_import import kernel_mentions_helion
 
     _STATE.update(ctx=ctx, ptxas=ptxas)
     try:  # workers start while the campaign process checks the kernel: a kernel that fails to load is its to report
         campaign = campaign_from_text(ctx.campaign_text, Path(ctx.campaign_path))
         if ctx.kernel_vetted is not None:
-            _import_helion_for(campaign)  # trusted and slow: while the campaign process imports the kernel on trial
+            if kernel_mentions_helion(campaign):  # trusted and slow: while the campaign process imports the
+                _import_helion()  # kernel on trial
             ctx.kernel_vetted.wait()
         with hidden_output():  # the campaign process's trial import shows what the kernel prints, once
             adapter = make_adapter(campaign)
-        _STATE.update(campaign=campaign, adapter=adapter, objectives=make_objectives(campaign), ptx_cache={})
+        _STATE.update(shapes=campaign.shapes, target=campaign.target, multi_shape=campaign.multi_shape,
+                      adapter=adapter, objectives=make_objectives(campaign), ptx_cache={})
     except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt at import too: each candidate of
         _STATE["init_error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]  # this worker fails with it
         return
     if ctx.precompile:
-        warm_up_compiler(adapter, campaign)
+        warm_up_compiler(adapter, _STATE["shapes"], _STATE["target"])
 
 
-def _import_helion_for(campaign: Any) -> None:
-    from paretotune.campaign.trial_import import kernel_mentions_helion
-
-    if kernel_mentions_helion(campaign):
-        with contextlib.suppress(Exception):
-            import helion  # noqa: F401
+def _import_helion() -> None:
+    with contextlib.suppress(Exception):
+        import helion  # noqa: F401
 
 
-def warm_up_compiler(adapter: Any, campaign: Any) -> None:
+def warm_up_compiler(adapter: Any, shapes: Sequence[Shape], target: TargetArch) -> None:
     """Compile the default config for every shape, on the CPU only, so that a fresh process's first candidate
     does not pay the compiler's cold start (a worker's first Helion compiles take a few times as long as later
     ones; docs/results.md). Nothing runs on the GPU, where another worker may be timing. Errors are left for the
     baseline candidate to report."""
     with contextlib.suppress(Exception), contextlib.redirect_stdout(io.StringIO()):
-        for shape in campaign.shapes:
-            adapter.precompile(adapter.default_config(shape), shape, None, campaign.target)
+        for shape in shapes:
+            adapter.precompile(adapter.default_config(shape), shape, None, target)
 
 
 def _ptx(config: dict[str, Any], shape: Any) -> Any:
@@ -121,7 +122,7 @@ def _ptx(config: dict[str, Any], shape: Any) -> Any:
     if key not in cache:
         buf = io.StringIO()  # Triton prints the whole PTX to stdout on a ptxas error
         with contextlib.redirect_stdout(buf):
-            cache[key] = _STATE["adapter"].compile_ptx(config, shape, _STATE["campaign"].target)
+            cache[key] = _STATE["adapter"].compile_ptx(config, shape, _STATE["target"])
     return cache[key]
 
 
@@ -146,14 +147,13 @@ def _precompile(config: dict[str, Any], shape: Any, acf: Path | None) -> tuple[A
     found the build in its cache, or ran ptxas without our wrapper)."""
     from paretotune.toolchain.ptxas import stats_from_log
 
-    campaign = _STATE["campaign"]
     fd, name = tempfile.mkstemp(prefix="paretotune-ptxas-", suffix=".log")
     os.close(fd)
     log = Path(name)
     os.environ[LOG_ENV] = str(log)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            kptx = _STATE["adapter"].precompile(config, shape, acf, campaign.target)
+            kptx = _STATE["adapter"].precompile(config, shape, acf, _STATE["target"])
     finally:  # kept for _describe too: on a ptxas error Triton's message lacks ptxas's own words
         _STATE["ptxas_log"] = log.read_text(errors="replace")
         os.environ.pop(LOG_ENV, None)
@@ -173,7 +173,7 @@ def evaluate_static(candidate: Candidate, ptxas_timeout_s: float | None = None) 
 
     if "init_error" in _STATE:
         return failed_record(candidate, f"the build worker could not load the campaign: {_STATE['init_error']}")
-    campaign = _STATE["campaign"]
+    target = _STATE["target"]
     timeout_s = ptxas_timeout_s or _STATE["ctx"].compile_timeout_s
     _STATE["ptxas_timeout_s"] = timeout_s
     os.environ[TIMEOUT_ENV] = f"{timeout_s:g}"
@@ -184,7 +184,7 @@ def evaluate_static(candidate: Candidate, ptxas_timeout_s: float | None = None) 
     acf = Path(_STATE["ctx"].acf_dir) / f"{candidate.acf}.acf" if candidate.acf else None
     try:
         precompile = _STATE["ctx"].precompile
-        for shape in campaign.shapes:
+        for shape in _STATE["shapes"]:
             t0 = time.perf_counter()
             build = None
             if precompile:  # one Triton compile, with the ACF, serves the GPU worker's cache and gives the PTX
@@ -195,17 +195,17 @@ def evaluate_static(candidate: Candidate, ptxas_timeout_s: float | None = None) 
             # ptxas -v ourselves when not precompiled, on a Triton cache hit (no ptxas ran), and for the baseline,
             # whose ptxas time sets the search candidates' limit (scaled_ptxas_timeout) and so must be measured
             if build is None or candidate.is_baseline:
-                build = build_ptx(_STATE["ptxas"], kptx.ptx, campaign.target, acf, kernel_name=kptx.kernel_name,
+                build = build_ptx(_STATE["ptxas"], kptx.ptx, target, acf, kernel_name=kptx.kernel_name,
                                   num_warps=kptx.num_warps, dynamic_shared=kptx.dynamic_shared,
                                   timeout_s=timeout_s, enable_fp_fusion=kptx.enable_fp_fusion)
                 stages["ptxas_s"] += time.perf_counter() - t1
-            m = ShapeMeasurement(shape=shape.label, target=campaign.target, build=build)
+            m = ShapeMeasurement(shape=shape.label, target=target, build=build)
             extra[shape.label] = build.stored()  # read back by BuildStats.from_stored (the integrity check)
             stages["precompile_s" if precompile else "ptx_s"] += t1 - t0
             for obj in _STATE["objectives"]:
                 if obj.stage != "static":
                     continue
-                values[obj.column(shape.label, campaign.multi_shape)] = obj.value(m)
+                values[obj.column(shape.label, _STATE["multi_shape"])] = obj.value(m)
     except CandidateFailure as exc:
         return failed_record(candidate, str(exc), time.perf_counter() - start)
     except Exception as exc:  # noqa: BLE001 - a candidate's failure is data

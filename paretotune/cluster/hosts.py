@@ -17,9 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from paretotune.campaign.load import campaign_from_text
 from paretotune.measure.gpu_worker import GpuJob, serve
 from paretotune.measure.ncu_measure import measure_batch
+from paretotune.measure.requests import MeasureRequest
 from paretotune.build.static_job import WorkerContext
 from paretotune.records import Candidate, TrialRecord
 from paretotune.store.atomic import atomic_write
@@ -87,10 +87,11 @@ class _QueueConn:
 
 
 class GpuHost:
-    """Ray actor body around :func:`serve`. ``measure`` returns what ``serve`` would send over its pipe."""
+    """Ray actor body around :func:`serve`. ``measure`` returns what ``serve`` would send over its pipe.
+    ``ctx``: the build pool's context (this node's ptxas and ACF folder); ``request``: what to measure."""
 
-    def __init__(self, ctx: WorkerContext) -> None:
-        self.ctx = node_local(ctx)
+    def __init__(self, ctx: WorkerContext, request: MeasureRequest) -> None:
+        self.ctx, self.request = node_local(ctx), request
         self._inbox: queue.Queue[Any] = queue.Queue()
         self._outbox: queue.Queue[Any] = queue.Queue()
         self._thread = threading.Thread(target=self._serve, name="paretotune-gpu-serve", daemon=True)
@@ -102,8 +103,7 @@ class GpuHost:
     def _serve(self) -> None:
         c = self.ctx
         try:
-            serve(_QueueConn(self._inbox, self._outbox), c.campaign_path, c.campaign_text, c.ptxas_path,
-                  c.ptxas_version)
+            serve(_QueueConn(self._inbox, self._outbox), self.request, c.ptxas_path, c.ptxas_version)
         except BaseException as exc:  # noqa: BLE001 - reported as the pending job's (fatal) failure
             self._outbox.put(("error", {"error": f"GPU worker stopped: {type(exc).__name__}: {exc}".strip(),
                                         "fatal": True, "traceback": traceback.format_exc(limit=4)}))
@@ -125,5 +125,4 @@ class GpuHost:
         return reply
 
     def ncu(self, run_path: str, records: list[TrialRecord], metrics: list[str]) -> dict[int, Any]:
-        campaign = campaign_from_text(self.ctx.campaign_text, Path(self.ctx.campaign_path))
-        return measure_batch(campaign, RunDir(run_path), records, metrics)
+        return measure_batch(self.request.shapes, RunDir(run_path), records, metrics)

@@ -11,12 +11,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from paretotune.campaign.load import Campaign
 from paretotune.errors import UserError
 from paretotune.measure.arms import input_seed
 from paretotune.build.base import (BuildPool, Built, Feed, Measured, baseline_s_per_shape,
                                        measure_time_limit)
 from paretotune.measure.gpu_worker import GpuJob
+from paretotune.measure.requests import MeasureRequest
 from paretotune.cluster.actors import ActorSet, Outcome, drain
 from paretotune.cluster.build_pool import RayBuildPool
 from paretotune.cluster.hosts import GpuHost
@@ -26,21 +26,21 @@ from paretotune.store.run_dir import RunDir
 GPU_STARTUP_S = 180.0  # a GPU actor imports torch/Triton and builds the campaign before its first job
 
 
-def check_device(campaign: Campaign) -> None:
+def check_device(request: MeasureRequest) -> None:
     """Each measurement actor sees only its own GPU, as cuda:0: another device cannot be honoured."""
-    device = campaign.spec.evaluation.device
+    device = request.evaluation.device
     if device not in ("cuda", "cuda:0"):
-        raise UserError(f"{campaign.path}: evaluation.device: with execution.backend ray each measurement actor "
-                        f"sees only its own GPU, as cuda:0; set device: cuda:0 (got '{device}')")
+        raise UserError(f"{request.campaign_path}: evaluation.device: with execution.backend ray each measurement "
+                        f"actor sees only its own GPU, as cuda:0; set device: cuda:0 (got '{device}')")
 
 
-def gpu_actor_count(ray: Any, campaign: Campaign) -> int:
+def gpu_actor_count(ray: Any, request: MeasureRequest) -> int:
     """How many measurement actors the cluster's GPUs hold (``gpus_per_worker`` each); at least one."""
-    per_actor = campaign.spec.execution.gpus_per_worker
+    per_actor = request.gpus_per_worker
     gpus = float(ray.cluster_resources().get("GPU", 0.0))
     n = int(gpus / per_actor + 1e-9)
     if n < 1:
-        raise UserError(f"{campaign.path}: execution: the Ray cluster has {gpus:g} GPU(s), fewer than "
+        raise UserError(f"{request.campaign_path}: execution: the Ray cluster has {gpus:g} GPU(s), fewer than "
                         f"gpus_per_worker={per_actor:g}; runtime/ncu objectives need a GPU")
     return n
 
@@ -49,14 +49,14 @@ class RayGpuMeasurer:
     """``n_gpus`` measurement actors (``gpus_per_worker`` GPUs each) next to ``cpu``, the build pool they take
     their candidates from."""
 
-    def __init__(self, ray: Any, campaign: Campaign, run: RunDir, cpu: RayBuildPool, n_gpus: int,
+    def __init__(self, ray: Any, request: MeasureRequest, run: RunDir, cpu: RayBuildPool, n_gpus: int,
                  baseline: TrialRecord | None = None) -> None:
-        self.ray, self.campaign, self.run, self.cpu = ray, campaign, run, cpu
+        self.ray, self.request, self.run, self.cpu = ray, request, run, cpu
         ctx = cpu.ctx
-        host = ray.remote(GpuHost).options(num_gpus=campaign.spec.execution.gpus_per_worker, num_cpus=0,
+        host = ray.remote(GpuHost).options(num_gpus=request.gpus_per_worker, num_cpus=0,
                                            max_restarts=0, max_concurrency=1)
-        self.fleet = ActorSet(ray, lambda: host.remote(ctx), n_gpus, GPU_STARTUP_S)
-        self.measure_timeout_s = campaign.spec.evaluation.measure_timeout_s * len(campaign.shapes)
+        self.fleet = ActorSet(ray, lambda: host.remote(ctx, request), n_gpus, GPU_STARTUP_S)
+        self.measure_timeout_s = request.evaluation.measure_timeout_s * len(request.shapes)
         self.candidate_timeout_s = self._candidate_limit(baseline)  # a resumed run's stored baseline counts
         self._built: dict[int, TrialRecord] = {}  # submitted, not yet measured
         self._measured_on: dict[int, int] = {}
@@ -82,8 +82,8 @@ class RayGpuMeasurer:
 
     def _candidate_limit(self, baseline: TrialRecord | None) -> float:
         """All shapes' seconds (an actor call measures every shape): :func:`measure_time_limit` per shape."""
-        n = len(self.campaign.shapes)
-        return n * measure_time_limit(self.campaign.spec.evaluation, baseline_s_per_shape(baseline, n))
+        n = len(self.request.shapes)
+        return n * measure_time_limit(self.request.evaluation, baseline_s_per_shape(baseline, n))
 
     def start(self) -> None:
         """Nothing ahead: the Ray backend is never started before the campaign's checks (see runner/session)."""
@@ -97,7 +97,7 @@ class RayGpuMeasurer:
     def _job(self, rec: TrialRecord) -> tuple[GpuJob, bytes | None]:
         acf = self.run.acf_path(rec.acf).resolve() if rec.acf else None  # the path the CPU actor precompiled
         job = GpuJob(rec.candidate_id, rec.config, str(acf) if acf else None,
-                     input_seed(self.campaign.spec.seed, rec.candidate_id))
+                     input_seed(self.request.seed, rec.candidate_id))
         return job, acf.read_bytes() if acf else None
 
     def _gpu_result(self, o: Outcome) -> tuple[str, Any]:

@@ -35,9 +35,9 @@ import json
 import math
 import re
 import sys
+from dataclasses import dataclass
 from typing import Any
 
-from paretotune.campaign.schema import CampaignSpec
 from paretotune.errors import UserError
 from paretotune.pareto.attribution import TWIN_OF
 from paretotune.store import RunDir
@@ -57,25 +57,35 @@ def warn_once(message: str) -> None:
         print(f"paretotune: warning: {message}", file=sys.stderr)
 
 
-def check_run(run: RunDir, spec: CampaignSpec, text: str) -> None:
+@dataclass(frozen=True)
+class Declared:
+    """What a run's campaign copy declares that its records must agree with (the reader takes it from the
+    parsed copy): its shapes' labels, its objectives (name and parameters) and its target."""
+
+    shapes: tuple[str, ...]
+    objectives: tuple[tuple[str, dict[str, Any]], ...]
+    target: str
+
+
+def check_run(run: RunDir, declared: Declared, text: str) -> None:
     """Apply the rule to a run whose files :meth:`RunDir.open` checked and whose campaign copy (``text``)
-    parsed as ``spec``: raise the first error, print the warnings."""
-    check_campaign_copy(run, spec, text)
+    declares ``declared``: raise the first error, print the warnings."""
+    check_campaign_copy(run, declared, text)
     rows = run.rows()
     check_records(run, rows)
-    check_values(run, spec, rows)
+    check_values(run, declared, rows)
     check_acf_files(run, rows)
 
 
-def check_campaign_copy(run: RunDir, spec: CampaignSpec, text: str) -> None:
+def check_campaign_copy(run: RunDir, declared: Declared, text: str) -> None:
     """The copy against run.json's hash of it; a run without the hash (made before it was recorded): against
     run.json's objective columns, which the campaign's objectives and shapes give."""
     recorded = run.meta().get(CAMPAIGN_SHA256)
     if recorded is None:
         warn_once(f"{run.path / META}: no {CAMPAIGN_SHA256} (a run made by an earlier paretotune), so "
                   f"{CAMPAIGN} is checked against the run's objective columns only")
-        multi = len(spec.shapes) > 1
-        expected = [o.column(s.label(), multi) for s in spec.shapes for o in _instances(spec)]
+        multi = len(declared.shapes) > 1
+        expected = [o.column(label, multi) for label in declared.shapes for o in _instances(declared)]
         stored = [c.column for c in run.objective_columns()]
         if stored != expected:
             raise UserError(f"{run.path / CAMPAIGN}: its objectives and shapes give the columns {expected}, but the "
@@ -113,14 +123,14 @@ def _extra(row: dict[str, Any]) -> dict[str, Any]:
     return extra if isinstance(extra, dict) else {}
 
 
-def check_values(run: RunDir, spec: CampaignSpec, rows: list[dict[str, Any]]) -> None:
+def check_values(run: RunDir, declared: Declared, rows: list[dict[str, Any]]) -> None:
     """Each column's direction against its objective's, and each stored objective value of a successful
     record against the value its own measurement gives."""
     from paretotune.objectives.base import ShapeMeasurement
     from paretotune.toolchain.arch import TARGETS
 
-    target = TARGETS.get(spec.target)
-    columns = _objectives(run.objective_columns(), spec)
+    target = TARGETS.get(declared.target)
+    columns = _objectives(run.objective_columns(), declared)
     for column, objective in columns:
         if column.direction != objective.effective_direction:
             raise UserError(f"{run.path / META}: objective column '{column.column}' has direction "
@@ -147,23 +157,23 @@ def check_values(run: RunDir, spec: CampaignSpec, rows: list[dict[str, Any]]) ->
                                 f"(extra.{column.shape}) gives {again!r}; was the file edited?")
 
 
-def _objectives(columns: list[ObjectiveColumn], spec: CampaignSpec) -> list[tuple[ObjectiveColumn, Any]]:
+def _objectives(columns: list[ObjectiveColumn], declared: Declared) -> list[tuple[ObjectiveColumn, Any]]:
     """Each stored column with the campaign's objective that produced it (parameters included); columns no
     objective of the campaign produces are left out (the campaign copy's hash vouches for the campaign)."""
-    multi = len(spec.shapes) > 1
-    return [(c, objective) for objective in _instances(spec) for c in columns
+    multi = len(declared.shapes) > 1
+    return [(c, objective) for objective in _instances(declared) for c in columns
             if c.objective == objective.name and c.column == objective.column(c.shape, multi)]
 
 
-def _instances(spec: CampaignSpec) -> list[Any]:
+def _instances(declared: Declared) -> list[Any]:
     """The campaign's objectives with their parameters (those the registry refuses are left out: a run
     never started with one)."""
     from paretotune.objectives.registry import OBJECTIVES
 
     out = []
-    for o in spec.objectives:
+    for name, params in declared.objectives:
         try:
-            out.append(OBJECTIVES[o.name](**o.params()))
+            out.append(OBJECTIVES[name](**params))
         except (KeyError, TypeError, ValueError):
             continue
     return out

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from paretotune.campaign.load import parse_text
-from paretotune.front.integrity import check_run
+from paretotune.front.integrity import Declared, check_run
 from paretotune.store import ObjectiveColumn, RunDir
 from paretotune.store.run_dir import CAMPAIGN
 
@@ -25,8 +25,15 @@ def open_run(path: Path | str, *, repairing: bool = False) -> RunDir:
     last line and cuts it off once its own checks passed."""
     run = RunDir.open(path, repairing=repairing)
     text = run.campaign_text()
-    check_run(run, parse_text(text, str(run.path / CAMPAIGN)), text)
+    check_run(run, _declared(text, str(run.path / CAMPAIGN)), text)
     return run
+
+
+def _declared(text: str, where: str) -> Declared:
+    """The fields of the campaign copy that the integrity rule holds the records to (the schema checks them)."""
+    spec = parse_text(text, where)
+    return Declared(shapes=tuple(s.label() for s in spec.shapes),
+                    objectives=tuple((o.name, o.params()) for o in spec.objectives), target=spec.target)
 
 
 def load_run(path: Path) -> tuple[RunDir, list[ObjectiveColumn], pd.DataFrame]:

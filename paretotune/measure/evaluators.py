@@ -1,6 +1,7 @@
-"""The two evaluators, each composed of parts (:mod:`.base`): static (a build pool only) and GPU (a build pool,
-then a measurer). Which pool and which measurer, local or Ray, is picked in :mod:`.select`; the flow of
-records below is the same for all of them.
+"""The two evaluators, each composed of parts (:mod:`paretotune.build.base`): static (a build pool only) and GPU
+(a build pool, then a measurer). Which pool and which measurer, local or Ray, is picked in
+:mod:`paretotune.runner.evaluator`; the flow of records below is the same for all of them. Both read the
+campaign only through their :class:`~paretotune.measure.requests.MeasureRequest`.
 """
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from paretotune.campaign.load import Campaign
 from paretotune.build.base import BuildPool, Built, Feed, Measurer, Session
 from paretotune.build.static_job import job_after_baseline
+from paretotune.measure.requests import MeasureRequest
 from paretotune.objectives.base import Objective, ShapeMeasurement
 from paretotune.records import Candidate, TrialRecord
 from paretotune.store.run_dir import RunDir
@@ -22,8 +23,8 @@ class StaticEvaluator:
 
     measures_on_gpu = False
 
-    def __init__(self, campaign: Campaign, pool: BuildPool, session: Session | None = None) -> None:
-        self.evaluation = campaign.spec.evaluation
+    def __init__(self, request: MeasureRequest, pool: BuildPool, session: Session | None = None) -> None:
+        self.evaluation = request.evaluation
         self.pool, self.session = pool, session
 
     @property
@@ -71,9 +72,9 @@ class GpuEvaluator:
 
     measures_on_gpu = True  # the loop spaces out costly engine checkpoints so the GPU is not left waiting
 
-    def __init__(self, campaign: Campaign, run: RunDir, objectives: Sequence[Objective], pool: BuildPool,
+    def __init__(self, request: MeasureRequest, run: RunDir, objectives: Sequence[Objective], pool: BuildPool,
                  measurer: Measurer, session: Session | None = None) -> None:
-        self.campaign, self.run, self.objectives = campaign, run, list(objectives)
+        self.request, self.run, self.objectives = request, run, list(objectives)
         self.pool, self.measurer, self.session = pool, measurer, session
 
     def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
@@ -119,7 +120,7 @@ class GpuEvaluator:
             if isinstance(event, Built):
                 rec = event.record
                 if rec.is_baseline:  # search candidates' ptxas limit follows the baseline's ptxas time
-                    self.pool.job = job_after_baseline(rec, self.campaign.spec.evaluation)
+                    self.pool.job = job_after_baseline(rec, self.request.evaluation)
                 if rec.status != "ok":
                     yield rec
                 else:
@@ -148,9 +149,9 @@ class GpuEvaluator:
         extra = dict(rec.extra)
         stages = Counter(rec.stages)
         try:
-            for shape in self.campaign.shapes:
+            for shape in self.request.shapes:
                 r = per_shape[shape.label]
-                m = ShapeMeasurement(shape=shape.label, target=self.campaign.target, build=None,
+                m = ShapeMeasurement(shape=shape.label, target=self.request.target, build=None,
                                      runtime_ms=r["runtime_ms"], runtime_samples_ms=tuple(r["samples_ms"]),
                                      baseline_runtime_ms=r["baseline_ms"], ncu=ncu.get(shape.label, {}),
                                      host_ms=r.get("host_ms"))
@@ -163,7 +164,7 @@ class GpuEvaluator:
                 stages["gpu_time_s"] += r["time_s"]
                 for obj in self.objectives:
                     if obj.stage != "static":
-                        values[obj.column(shape.label, self.campaign.multi_shape)] = obj.value(m)
+                        values[obj.column(shape.label, self.request.multi_shape)] = obj.value(m)
         except (KeyError, ValueError) as exc:
             return replace(rec, status="failed", error=f"measurement incomplete: {exc}", values=values, extra=extra)
         return replace(rec, values=values, extra=extra, stages=dict(stages))

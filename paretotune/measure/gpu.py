@@ -14,12 +14,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from paretotune.campaign.load import Campaign
 from paretotune.measure.arms import input_seed
 from paretotune.build.base import (BuildPool, Built, Feed, Measured, baseline_s_per_shape, cut_by_wall_clock,
                                        measure_time_limit, phase_limits)
 from paretotune.measure.gpu_worker import GpuJob, serve
 from paretotune.measure.ncu_measure import measure_batch
+from paretotune.measure.requests import MeasureRequest
 from paretotune.build.pool import adopt_environment, in_background, worker_context
 from paretotune.records import Candidate, TrialRecord
 from paretotune.store.run_dir import RunDir
@@ -46,8 +46,8 @@ class GpuWorker:
     taken spare is replaced in the background. An idle spare holds a CUDA context (some hundred MB).
     """
 
-    def __init__(self, campaign: Campaign, ptxas: Ptxas, timeout_s: float, spares: int = 1) -> None:
-        self._args = (str(campaign.path), campaign.text, str(ptxas.path), ptxas.version)
+    def __init__(self, request: MeasureRequest, ptxas: Ptxas, timeout_s: float, spares: int = 1) -> None:
+        self._args = (request, str(ptxas.path), ptxas.version)
         self.timeout_s = timeout_s
         self.spares = spares
         self._proc: Any = None
@@ -168,10 +168,11 @@ class LocalGpuMeasurer:
     """The measurer of the local backend: one GPU process (:class:`GpuWorker`) measures each built candidate
     as it comes, while the build pool, drained in a thread, keeps the CPU workers compiling."""
 
-    def __init__(self, campaign: Campaign, ptxas: Ptxas, run: RunDir, baseline: TrialRecord | None = None) -> None:
-        self.campaign, self.run = campaign, run
-        ev = campaign.spec.evaluation
-        self.gpu = GpuWorker(campaign, ptxas, ev.measure_timeout_s, ev.gpu_spares)
+    def __init__(self, request: MeasureRequest, ptxas: Ptxas, run: RunDir,
+                 baseline: TrialRecord | None = None) -> None:
+        self.request, self.run = request, run
+        ev = request.evaluation
+        self.gpu = GpuWorker(request, ptxas, ev.measure_timeout_s, ev.gpu_spares)
         self._todo: deque[TrialRecord] = deque()
         self._limit_s = self._candidate_limit(baseline)  # per shape; a resumed run's stored baseline counts
         self._phase_limits = phase_limits(ev, baseline)  # per phase kind, from the baseline's own phases
@@ -179,8 +180,8 @@ class LocalGpuMeasurer:
         self.cut_at: float | None = None
 
     def _candidate_limit(self, baseline: TrialRecord | None) -> float:
-        return measure_time_limit(self.campaign.spec.evaluation,
-                                  baseline_s_per_shape(baseline, len(self.campaign.shapes)))
+        return measure_time_limit(self.request.evaluation,
+                                  baseline_s_per_shape(baseline, len(self.request.shapes)))
 
     def start(self) -> None:
         self.gpu.prestart()
@@ -198,7 +199,7 @@ class LocalGpuMeasurer:
 
     def _measure(self, rec: TrialRecord) -> Measured:
         acf = str(self.run.acf_path(rec.acf)) if rec.acf else None  # the record carries its candidate
-        n_shapes = len(self.campaign.shapes)
+        n_shapes = len(self.request.shapes)
         limit = None if rec.is_baseline else self._limit_s
         cut = False
         if limit is not None and self.cut_at is not None:  # a stuck measurement must not hold the run either
@@ -208,7 +209,7 @@ class LocalGpuMeasurer:
             cut, limit = left < limit, min(limit, left)
         start = time.perf_counter()
         status, payload = self.gpu.run(GpuJob(rec.candidate_id, rec.config, acf, input_seed(
-            self.campaign.spec.seed, rec.candidate_id)), n_shapes, limit, CUT_MEASUREMENT if cut else None,
+            self.request.seed, rec.candidate_id)), n_shapes, limit, CUT_MEASUREMENT if cut else None,
             None if rec.is_baseline else self._phase_limits)
         elapsed = time.perf_counter() - start
         if self.gpu.last_start_s:
@@ -219,12 +220,12 @@ class LocalGpuMeasurer:
         rec = replace(rec, measure_s=elapsed)
         if rec.is_baseline and status == "ok":
             self._limit_s = self._candidate_limit(rec)
-            self._phase_limits = phase_limits(self.campaign.spec.evaluation, rec, payload)
+            self._phase_limits = phase_limits(self.request.evaluation, rec, payload)
         return Measured(rec, status, payload)
 
     def ncu(self, records: list[TrialRecord], metrics: list[str]) -> dict[int, dict[str, dict[str, float]]]:
         """One Nsight Compute process for the whole batch."""
-        return measure_batch(self.campaign, self.run, records, metrics)
+        return measure_batch(self.request.shapes, self.run, records, metrics)
 
     def close(self) -> None:
         self.gpu.stop()

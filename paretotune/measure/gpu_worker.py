@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from paretotune.measure.arms import TIMING_SEED, ShapeArms, arms_notes, check_candidate, open_shape
+from paretotune.measure.requests import MeasureRequest
 from paretotune.measure.timing import HOST, Timer, Timing, gpu_timer
+from paretotune.records import Shape
 
 
 @dataclass(frozen=True)
@@ -32,35 +34,33 @@ def _is_cuda_error(exc: BaseException) -> bool:
                                     "unspecified launch failure", "device-side assert", "cudaerror", "an illegal"))
 
 
-def setup(campaign_path: str, campaign_text: str, ptxas_path: str, ptxas_version: str) -> tuple[Any, Any]:
+def setup(campaign_path: str, campaign_text: str, ptxas_path: str, ptxas_version: str) -> Any:
     """The worker's build environment (the same as the CPU pool's: its launches find the pool's Triton cache
-    entries), then the campaign and its adapter. No CUDA yet."""
+    entries), then the kernel adapter, re-created from the campaign file's path and text. No CUDA yet."""
     from paretotune.toolchain.ptxas import Ptxas, export_for_triton
 
     export_for_triton(Ptxas(path=Path(ptxas_path), version=ptxas_version))
     from paretotune.campaign.load import campaign_from_text
     from paretotune.campaign.resolve import make_adapter
 
-    campaign = campaign_from_text(campaign_text, Path(campaign_path))
-    return campaign, make_adapter(campaign)
+    return make_adapter(campaign_from_text(campaign_text, Path(campaign_path)))
 
 
-def serve(conn: Any, campaign_path: str, campaign_text: str, ptxas_path: str, ptxas_version: str) -> None:
+def serve(conn: Any, request: MeasureRequest, ptxas_path: str, ptxas_version: str) -> None:
     """Child main loop: receive GpuJobs, send back per-shape results (or an error) until told to stop."""
     try:  # started while the campaign process checks the kernel: a kernel that fails to load is its to report
-        campaign, adapter = setup(campaign_path, campaign_text, ptxas_path, ptxas_version)
+        adapter = setup(request.campaign_path, request.campaign_text, ptxas_path, ptxas_version)
     except Exception as exc:  # noqa: BLE001 - answered instead of "ready" (never a traceback on stderr)
         conn.send(("error", {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:500], "fatal": True}))
         return
     from paretotune.build.static_job import warm_up_compiler
 
-    spec = campaign.spec.evaluation
     baselines: dict[str, Baseline] = {}
     import torch
 
     if torch.cuda.is_available():
         torch.cuda.init()  # a spare worker is ready to measure the moment it takes over (no kernel runs yet)
-    warm_up_compiler(adapter, campaign)  # a spare that takes over builds its first candidate at once
+    warm_up_compiler(adapter, request.shapes, request.target)  # a spare that takes over builds at once
     conn.send(("ready", None))
     while True:
         msg = conn.recv()
@@ -68,7 +68,7 @@ def serve(conn: Any, campaign_path: str, campaign_text: str, ptxas_path: str, pt
             return
         job: GpuJob = msg
         try:  # each phase is announced first: a candidate that never finishes is reported with where it hung
-            conn.send(("ok", measure(adapter, campaign, job, baselines, spec,
+            conn.send(("ok", measure(adapter, request.shapes, job, baselines, request.evaluation,
                                      note=lambda phase, kind: conn.send(("phase", (phase, kind))))))
         except Exception as exc:  # noqa: BLE001 - reported to the parent as the candidate's failure
             fatal = _is_cuda_error(exc)
@@ -115,7 +115,7 @@ class PhaseClock:
             self._kind = None
 
 
-def measure(adapter: Any, campaign: Any, job: GpuJob, baselines: dict[str, Baseline], spec: Any,
+def measure(adapter: Any, shapes: Sequence[Shape], job: GpuJob, baselines: dict[str, Baseline], spec: Any,
             timer: Timer | None = None, note: Callable[[str, str], None] = lambda phase, kind: None
             ) -> dict[str, Any]:
     """Per shape: correctness on the candidate's own fresh inputs, then the candidate timed next to the baseline
@@ -134,7 +134,7 @@ def measure(adapter: Any, campaign: Any, job: GpuJob, baselines: dict[str, Basel
     clock = PhaseClock(note)
     acf = Path(job.acf_path) if job.acf_path else None
     out: dict[str, Any] = {}
-    for shape in campaign.shapes:
+    for shape in shapes:
         t0 = time.perf_counter()
         label = shape.label
         clock(f"{label}: building and checking on fresh inputs")

@@ -12,20 +12,20 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from paretotune.campaign.load import Campaign
-from paretotune.records import TrialRecord
+from paretotune.records import Shape, TrialRecord
 from paretotune.store.run_dir import RunDir
 
 
-def measure_batch(campaign: Campaign, run: RunDir, records: Sequence[TrialRecord],
+def measure_batch(shapes: Sequence[Shape], run: RunDir, records: Sequence[TrialRecord],
                   metrics: Sequence[str]) -> dict[int, dict[str, dict[str, float]]]:
-    """{candidate_id: {shape: {metric: value}}} for every item ncu measured; missing items are left out."""
+    """{candidate_id: {shape: {metric: value}}} for every item ncu measured on the campaign's ``shapes``;
+    missing items are left out. The child rebuilds each candidate from the run's own campaign copy."""
     from paretotune.measure.arms import TIMING_SEED
     from paretotune.ncu import BatchItem, NcuOptions, python_child, run_batch
 
     items = []
     for rec in records:
-        for shape in campaign.shapes:
+        for shape in shapes:
             params = {"run_dir": str(run.path), "config": rec.config, "shape": shape.label,
                       "acf": str(run.acf_path(rec.acf)) if rec.acf else None,
                       "seed": TIMING_SEED}
@@ -45,28 +45,28 @@ def measure_batch(campaign: Campaign, run: RunDir, records: Sequence[TrialRecord
 
 
 @functools.lru_cache(maxsize=4)
-def _campaign(run_dir: str) -> tuple[Any, Any]:
+def _kernel(run_dir: str) -> tuple[dict[str, Shape], str, Any]:
+    """The run's shapes by label, its device and its kernel adapter, from the run's campaign copy."""
     from paretotune.campaign.load import campaign_from_text
     from paretotune.campaign.resolve import make_adapter
 
     run = RunDir(run_dir)
     campaign = campaign_from_text(run.campaign_text(), Path(run.meta()["campaign_path"]))
-    return campaign, make_adapter(campaign)
+    return {s.label: s for s in campaign.shapes}, campaign.spec.evaluation.device, make_adapter(campaign)
 
 
 @functools.lru_cache(maxsize=8)
 def _shape_inputs(run_dir: str, shape_label: str, seed: int) -> dict[str, Any]:
     """One input set per shape, shared by every item of the batch (as in search and validate)."""
-    campaign, adapter = _campaign(run_dir)
-    shape = next(s for s in campaign.shapes if s.label == shape_label)
-    return adapter.make_inputs(shape, campaign.spec.evaluation.device, seed)
+    shapes, device, adapter = _kernel(run_dir)
+    return adapter.make_inputs(shapes[shape_label], device, seed)
 
 
 def make_launch(params: dict[str, Any]) -> Callable[[], Any]:
     """Child-side factory: build the candidate on the GPU, bound to its shape's shared inputs, and return its
     zero-argument launch."""
-    campaign, adapter = _campaign(params["run_dir"])
-    shape = next(s for s in campaign.shapes if s.label == params["shape"])
+    shapes, _device, adapter = _kernel(params["run_dir"])
+    shape = shapes[params["shape"]]
     acf = Path(params["acf"]) if params["acf"] else None
     inputs = _shape_inputs(params["run_dir"], params["shape"], int(params["seed"]))
     return adapter.prepare(params["config"], shape, acf, inputs).launch

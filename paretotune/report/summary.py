@@ -14,18 +14,12 @@ from paretotune.store import ObjectiveColumn
 
 def summary_of(run_dir: str, meta: dict[str, Any], columns: list[ObjectiveColumn], campaign_text: str,
                results: pd.DataFrame, excluded: pd.DataFrame, n_front: int, final_hv: float | None) -> Summary:
-    spec = _campaign_spec(campaign_text, run_dir)
-    if spec is not None:
-        kernel = spec.kernel.source
-        shapes = [_shape_text(s.label(), s.params()) for s in spec.shapes]
-        search = spec.search
-        budget = (f"{search.generations} generations x {search.pool_size} candidates = {search.budget} "
-                  f"evaluations plus the baseline ({search.engine} engine, {search.strategy} search)")
-        if search.wall_clock_s:
-            budget += f", stopping after {search.wall_clock_s:g} s"
+    copy = _from_copy(campaign_text, run_dir)
+    if copy is not None:
+        name, kernel, shapes, budget = copy
     else:
-        kernel, shapes, budget = "unknown (campaign.yaml missing or unreadable)", list(meta.get("shapes", [])), \
-            "unknown"
+        name, kernel, shapes, budget = "unknown", "unknown (campaign.yaml missing or unreadable)", \
+            list(meta.get("shapes", [])), "unknown"
     target = str(meta.get("target", "unknown"))
     for key in ("gpu", "gpu_name", "device"):
         if meta.get(key):
@@ -33,7 +27,7 @@ def summary_of(run_dir: str, meta: dict[str, Any], columns: list[ObjectiveColumn
     objectives = list(dict.fromkeys((c.objective, c.direction) for c in columns))
     n_failed = int((results["status"] != "ok").sum()) if len(results) else 0
     seed = meta.get("seed")
-    return Summary(run_dir=run_dir, campaign=str(meta.get("campaign", spec.name if spec else "unknown")),
+    return Summary(run_dir=run_dir, campaign=str(meta.get("campaign", name)),
                    kernel=kernel, shapes=shapes, objectives=objectives, budget=budget, target=target,
                    versions={str(k): str(v) for k, v in sorted(meta.get("versions", {}).items())},
                    seed=None if seed is None else int(seed), created=str(meta.get("created", "")),
@@ -67,16 +61,23 @@ def measurement_lines(meta: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _campaign_spec(text: str, where: str) -> Any:
-    """The campaign file as CampaignSpec, or None: a report must still render if the schema moved on."""
+def _from_copy(text: str, where: str) -> tuple[str, str, list[str], str] | None:
+    """(name, kernel, shapes, budget) as the summary words them, from the campaign copy; None where it does not
+    parse: a report must still render if the schema moved on."""
     if not text:
         return None
     from paretotune.campaign.load import parse_text
 
     try:
-        return parse_text(text, f"{where}/campaign.yaml")
+        spec = parse_text(text, f"{where}/campaign.yaml")
     except UserError:
         return None
+    search = spec.search
+    budget = (f"{search.generations} generations x {search.pool_size} candidates = {search.budget} "
+              f"evaluations plus the baseline ({search.engine} engine, {search.strategy} search)")
+    if search.wall_clock_s:
+        budget += f", stopping after {search.wall_clock_s:g} s"
+    return spec.name, spec.kernel.source, [_shape_text(s.label(), s.params()) for s in spec.shapes], budget
 
 
 def _shape_text(label: str, params: dict[str, Any]) -> str:

@@ -16,6 +16,7 @@ from paretotune.campaign.resolve import make_adapter, make_objectives
 from paretotune.kernels.base import baseline_config
 from paretotune.objectives.base import Objective
 from paretotune.search.base import SearchEngine
+from paretotune.search.registry import EngineRequest
 from paretotune.store.run_dir import ObjectiveColumn, RunDir
 from paretotune.toolchain.ptxas import Ptxas
 
@@ -33,18 +34,27 @@ def default_run_dir(campaign: Campaign) -> Path:
     return Path("runs") / f"{folder_name(campaign.spec.name)}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
+def engine_request(campaign: Campaign) -> EngineRequest:
+    """What the engine factory reads of ``campaign``."""
+    search = campaign.spec.search
+    return EngineRequest(where=campaign.path, engine=search.engine, strategy=search.strategy,
+                         pool_size=search.pool_size, generations=search.generations, seed=campaign.spec.seed,
+                         acf=campaign.spec.acf, helion=search.helion.model_dump())
+
+
 def make_engine(campaign: Campaign, adapter: Any, n_objectives: int) -> SearchEngine:
     from paretotune.search.registry import make_engine as build
 
+    request = engine_request(campaign)
     baseline = baseline_config(adapter, campaign.shapes)
     if campaign.spec.search.strategy == "acf-only":  # no config knob is searched: the space is never derived
-        return build(campaign, {k: [v] for k, v in baseline.items()}, n_objectives)
+        return build(request, {k: [v] for k, v in baseline.items()}, n_objectives)
     # joint starts from the baseline config (per-shape baselines: the first shape's), when the kernel takes it
     seed = baseline or adapter.default_config(campaign.shapes[0])
     constraint = getattr(adapter, "constraint", lambda: None)()  # adapters without one take every config
     if constraint is not None and not constraint(seed):
         seed = {}
-    return build(campaign, adapter.space(), n_objectives, constraint=constraint, seed_config=seed,
+    return build(request, adapter.space(), n_objectives, constraint=constraint, seed_config=seed,
                  native=native_space(campaign, adapter))
 
 

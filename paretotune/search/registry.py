@@ -19,6 +19,8 @@ the ACF-only phase of ``sequential`` (and ``acf-only``) runs CompileIQ.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from paretotune.errors import UserError
@@ -26,14 +28,35 @@ from paretotune.search.base import EngineOptions, SearchEngine
 from paretotune.search.catalog import ACF_ENGINE, ENGINE_INFO, engine_names, resolve_engine, search_problem
 from paretotune.search.space import CONFIG_LIST_KNOB
 
-def search_space(campaign: Any, knobs: dict[str, list[Any]], constraint: Any = None) -> Any:
+
+@dataclass(frozen=True)
+class EngineRequest:
+    """What :func:`make_engine` reads of a campaign (the runner makes it): the ``search`` section's values, the
+    ``acf`` section, the seed, and the campaign file (messages name it; finite ACF lists are read from its
+    folder)."""
+
+    where: Path
+    engine: str
+    strategy: str
+    pool_size: int
+    generations: int
+    seed: int
+    acf: Any  # the campaign's acf section: its kind, a finite list's files or pack, the ptxas release it is for
+    helion: dict[str, Any] = field(default_factory=dict)  # the helion engine's settings (``search.helion``)
+
+    @property
+    def budget(self) -> int:
+        return self.generations * self.pool_size
+
+
+def search_space(request: EngineRequest, knobs: dict[str, list[Any]], constraint: Any = None) -> Any:
     """The campaign's SearchSpace: the adapter's knobs (and which combinations it takes) plus the ACF source
     (finite lists read from disk)."""
     from paretotune.search.space import SearchSpace
     from paretotune.toolchain.acf_sources import acf_options
 
-    acf = campaign.spec.acf
-    options = acf_options(acf.files, acf.pack, campaign.path.parent, f"{campaign.path}: acf") \
+    acf = request.acf
+    options = acf_options(acf.files, acf.pack, request.where.parent, f"{request.where}: acf") \
         if acf.kind == "finite" else ()
     return SearchSpace(knobs=knobs, acf=acf.kind, acf_options=options, ptxas_version=acf.ptxas_version,
                        constraint=constraint)
@@ -54,7 +77,7 @@ def build_engine(name: str, space: Any, *, n_objectives: int, pool_size: int, ge
     return engine
 
 
-def make_engine(campaign: Any, space: dict[str, list[Any]], n_objectives: int, *, constraint: Any = None,
+def make_engine(request: EngineRequest, space: dict[str, list[Any]], n_objectives: int, *, constraint: Any = None,
                 seed_config: dict[str, Any] | None = None, native: Any = None) -> SearchEngine:
     """The engine a campaign asks for, over the adapter's knob ``space`` (``constraint``: which combinations
     the kernel takes) and the campaign's ACF source; a joint CompileIQ or Helion search, and a sequential one's
@@ -62,42 +85,36 @@ def make_engine(campaign: Any, space: dict[str, list[Any]], n_objectives: int, *
     from paretotune.search.dedupe import Deduplicated
     from paretotune.search.sequential import SequentialEngine
 
-    spec = campaign.spec
-    problem = search_problem(spec.search.engine, spec.search.strategy, spec.acf.kind)
+    r = request
+    problem = search_problem(r.engine, r.strategy, r.acf.kind)
     if problem:
-        raise UserError(f"{campaign.path}: search: {problem}")
-    full = search_space(campaign, space, constraint)
+        raise UserError(f"{r.where}: search: {problem}")
+    full = search_space(r, space, constraint)
     if not full.searchable:
-        raise UserError(f"{campaign.path}: search: nothing to search (every kernel knob has one value and there "
+        raise UserError(f"{r.where}: search: nothing to search (every kernel knob has one value and there "
                         "is no ACF source)")
-    kw: dict[str, Any] = {"n_objectives": n_objectives, "pool_size": spec.search.pool_size,
-                          "generations": spec.search.generations, "seed": spec.seed}
-    name = resolve_engine(spec.search.engine, spec.search.strategy, native is not None)
+    kw: dict[str, Any] = {"n_objectives": n_objectives, "pool_size": r.pool_size, "generations": r.generations,
+                          "seed": r.seed}
+    name = resolve_engine(r.engine, r.strategy, native is not None)
     acf_name, acf_kw = (ACF_ENGINE if name == "helion" else name), dict(kw)
     if name == "helion":
         if native is None:
-            raise UserError(f"{campaign.path}: search.engine: helion searches Helion's own ConfigSpec; it needs a "
+            raise UserError(f"{r.where}: search.engine: helion searches Helion's own ConfigSpec; it needs a "
                             "Helion kernel whose space is Helion's (no kernel.space, no space in the kernel's spec)")
-        kw.update(native=native, settings=_helion_settings(spec.search))
-    if spec.search.strategy == "acf-only":
+        kw.update(native=native, settings=dict(r.helion))
+    if r.strategy == "acf-only":
         return Deduplicated(build_engine(acf_name, full, **acf_kw, seed_config=seed_config), constraint=full.constraint)
-    if spec.search.strategy == "joint":
+    if r.strategy == "joint":
         return Deduplicated(build_engine(name, full, **kw, seed_config=seed_config), constraint=full.constraint)
     cache: dict[str, Any] = {}
 
     def phase2(config: dict[str, Any]) -> SearchEngine:
-        return Deduplicated(build_engine(acf_name, full.at_config(config), **{**acf_kw, "seed": spec.seed + 1}),
+        return Deduplicated(build_engine(acf_name, full.at_config(config), **{**acf_kw, "seed": r.seed + 1}),
                             cache=cache, constraint=full.constraint)
 
     if not full.configs_only().searchable:  # one config: phase 1 has nothing to tune
         return phase2(full.config({}))
     return SequentialEngine(Deduplicated(build_engine(name, full.configs_only(), **kw, seed_config=seed_config),
                                          cache=cache, constraint=full.constraint), phase2,
-                            phase1_budget=max(1, spec.search.budget // 2),
+                            phase1_budget=max(1, r.budget // 2),
                             knobs=tuple(k for k in full.knobs if k != CONFIG_LIST_KNOB))
-
-
-def _helion_settings(search: Any) -> dict[str, Any]:
-    """The campaign's ``search.helion`` block as the helion engine's settings (absent: its defaults)."""
-    block = getattr(search, "helion", None)
-    return {} if block is None else dict(block.model_dump())

@@ -16,8 +16,11 @@ from typing import Any
 
 import pandas as pd
 
+from paretotune.campaign.schema import KernelSpec
 from paretotune.errors import UserError
+from paretotune.records import Shape
 from paretotune.store.run_dir import RunDir
+from paretotune.toolchain.arch import TargetArch
 
 VALIDATION = "validation.csv"
 RECHECK = "recheck.json"
@@ -39,11 +42,41 @@ class Shipped:
         return sum(c.winner is not None for c in self.choices)
 
 
-def stored_campaign(run: RunDir) -> Any:
-    """The run's campaign, parsed from its stored copy (paths relative to where the campaign file was)."""
-    from paretotune.campaign.load import campaign_from_text
+@dataclass(frozen=True)
+class ShipRequest:
+    """What ship reads of a run's campaign: the file's path and text (where ship needs the kernel adapter it is
+    re-created from them: :func:`kernel_adapter`), its shapes and target, its ``kernel`` section, and where a
+    captured kernel came from in its program (:func:`~paretotune.campaign.resolve.captured_context`)."""
 
-    return campaign_from_text(run.campaign_text(), Path(run.meta()["campaign_path"]))
+    campaign_path: Path  # also what messages name; the kernel's files are relative to its folder
+    campaign_text: str
+    shapes: tuple[Shape, ...]
+    target: TargetArch
+    kernel: KernelSpec
+    captured: tuple[str | None, list[str]]
+
+
+def ship_request(text: str, path: Path) -> ShipRequest:
+    """The request for the campaign file ``text`` (at ``path``: paths in it are relative to its folder)."""
+    from paretotune.campaign.load import campaign_from_text
+    from paretotune.campaign.resolve import captured_context
+
+    campaign = campaign_from_text(text, path)
+    return ShipRequest(campaign_path=campaign.path, campaign_text=text, shapes=campaign.shapes,
+                       target=campaign.target, kernel=campaign.spec.kernel, captured=captured_context(campaign))
+
+
+def stored_request(run: RunDir) -> ShipRequest:
+    """The request for the run's campaign, from its stored copy (paths relative to where the campaign file was)."""
+    return ship_request(run.campaign_text(), Path(run.meta()["campaign_path"]))
+
+
+def kernel_adapter(request: ShipRequest) -> Any:
+    """The campaign's kernel adapter, re-created from the campaign file's path and text."""
+    from paretotune.campaign.load import campaign_from_text
+    from paretotune.campaign.resolve import make_adapter
+
+    return make_adapter(campaign_from_text(request.campaign_text, request.campaign_path))
 
 
 def validated(run: RunDir) -> tuple[pd.DataFrame, dict[tuple[int, str], dict[str, Any]]]:
@@ -86,15 +119,15 @@ def completes(stored: Any, asked: Any) -> bool:
         and stored[:len(asked)] == asked
 
 
-def check_baselines(run: RunDir, campaign: Any, now: dict[str, dict[str, Any]], *, helion: bool) -> None:
+def check_baselines(run: RunDir, request: ShipRequest, now: dict[str, dict[str, Any]], *, helion: bool) -> None:
     """The run's baselines must be what the kernel still gives each shape (``now``: its answer per shape; for a
     Helion kernel the heuristic's, which must have been the run's baseline: the speedups are over it)."""
     meta = run.meta().get("kernel", {})
     sources, stored = meta.get("baseline_sources", {}), meta.get("baselines", {})
-    if helion and campaign.spec.kernel.default:
-        raise UserError(f"{campaign.path}: kernel.default sets baseline values, so the run's speedups are not over "
-                        "the heuristic's configs; ship needs a run whose baseline is the heuristic")
-    for shape in campaign.shapes:
+    if helion and request.kernel.default:
+        raise UserError(f"{request.campaign_path}: kernel.default sets baseline values, so the run's speedups are "
+                        "not over the heuristic's configs; ship needs a run whose baseline is the heuristic")
+    for shape in request.shapes:
         if helion and not str(sources.get(shape.label, "")).startswith("AOT heuristic"):
             raise UserError(f"{run.path}: shape {shape.label}'s baseline was {sources.get(shape.label, 'unknown')!r},"
                             " not an AOT heuristic: the speedups are not over what Helion loads")
@@ -120,7 +153,7 @@ def shape_line(label: str, row: dict[str, Any], check: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def header_lines(run: RunDir, campaign: Any, about: str, baseline: str, choices: list[Any],
+def header_lines(run: RunDir, request: ShipRequest, about: str, baseline: str, choices: list[Any],
                  new: dict[Hashable, tuple[dict[str, Any], dict[str, Any], str | None]], release: str) -> list[str]:
     """The shipped file's header: where it comes from, the rule, the ACFs' ptxas, then per bucket old config,
     new config and per shape the validated speedup with its CI, the config and ACF shares and the re-check."""
@@ -130,14 +163,14 @@ def header_lines(run: RunDir, campaign: Any, about: str, baseline: str, choices:
     meta = run.meta()
     changed = sum(c.winner is not None for c in choices)
     lines = [f"Shipped by paretotune {__version__} on {datetime.date.today()} from run {run.path} (campaign "
-             f"{meta.get('campaign', '?')}, {len(campaign.shapes)} shape{'s' if len(campaign.shapes) != 1 else ''}, target "
-             f"{campaign.target.name}).", about,
+             f"{meta.get('campaign', '?')}, {len(request.shapes)} shape{'s' if len(request.shapes) != 1 else ''}, "
+             f"target {request.target.name}).", about,
              f"Speedups: validated by paretotune validate against the baseline = {baseline}, no ACF (ratio of mean "
              "runtimes, bootstrap CI); config and ACF shares measured against the no-ACF twin.",
              f"Rule: {RULE}",
              f"ACFs: {', '.join(sorted({n[2] for n in new.values() if n[2]})) or 'none'} in acf/ beside this file; "
              f"made for ptxas {release} (ptxas {meta.get('versions', {}).get('ptxas', '?')} in the run) and "
-             f"{campaign.target.name} only. Triton must run that ptxas: set TRITON_PTXAS_PATH (and "
+             f"{request.target.name} only. Triton must run that ptxas: set TRITON_PTXAS_PATH (and "
              "TRITON_PTXAS_BLACKWELL_PATH) to it before importing triton. Without it, with an ACF missing or in a "
              "folder whose path has a space, nothing changes (a warning says why).",
              f"Buckets the campaign's shapes fall in: {len(choices)}, changed: {changed}; any other bucket is "

@@ -20,8 +20,9 @@ from typing import Any
 import pandas as pd
 
 from paretotune.errors import UserError
-from paretotune.ship.files import (SHIP_JSON, Shipped, check_baselines, header_lines, import_module, plain,
-                                             ptxas_release, publish, stored_campaign, use_ptxas, validated)
+from paretotune.ship.files import (SHIP_JSON, Shipped, ShipRequest, check_baselines, header_lines, import_module,
+                                   kernel_adapter, plain, ptxas_release, publish, stored_request, use_ptxas,
+                                   validated)
 from paretotune.records import Shape
 from paretotune.front import open_run
 from paretotune.store.run_dir import RunDir
@@ -46,28 +47,27 @@ class HelionView:
     heuristic: Path | None
 
 
-def helion_view(campaign: Any) -> HelionView | None:
+def helion_view(request: ShipRequest) -> HelionView | None:
     """The campaign's kernel as a :class:`HelionView`, or None for a kernel that is not a Helion one. Its code
     is imported in a child first, as ``run`` does (:func:`~paretotune.campaign.trial_import.trial_imports`)."""
     import sys
 
-    from paretotune.campaign.resolve import captured_context
     from paretotune.campaign.trial_import import trial_imports
     from paretotune.campaign.user_code import add_program_path, check_files, import_object, named_code
     from paretotune.kernels.helion import HelionKernel, import_helion
     from paretotune.kernels.helion_heuristic import find_heuristic
 
-    spec = campaign.spec.kernel
-    where = f"{campaign.path}: kernel"
-    module, program_path = captured_context(campaign)
+    spec = request.kernel
+    where = f"{request.campaign_path}: kernel"
+    module, program_path = request.captured
     add_program_path(program_path)
-    codes = named_code(spec, campaign.path.parent, str(campaign.path), module)
+    codes = named_code(spec, request.campaign_path.parent, str(request.campaign_path), module)
     check_files(codes)
     trial_imports([c for c in codes if c.is_file or c.target not in sys.modules])
-    obj = import_object(spec.source, campaign.path.parent, f"{where}.source", module=module)
+    obj = import_object(spec.source, request.campaign_path.parent, f"{where}.source", module=module)
     helion = import_helion()
     if spec.inputs is not None and isinstance(obj, helion.Kernel):
-        factory = import_object(spec.inputs, campaign.path.parent, f"{where}.inputs")
+        factory = import_object(spec.inputs, request.campaign_path.parent, f"{where}.inputs")
         kernel, own = obj, None
 
         def make_args(shape: Shape, device: str) -> tuple[Any, ...]:
@@ -81,7 +81,8 @@ def helion_view(campaign: Any) -> HelionView | None:
     else:
         return None
     named = spec.heuristic or own
-    path = (campaign.path.parent / named).resolve() if named else find_heuristic(kernel, campaign.target.capability)
+    path = ((request.campaign_path.parent / named).resolve() if named
+            else find_heuristic(kernel, request.target.capability))
     return HelionView(kernel, make_args, path)
 
 
@@ -97,15 +98,15 @@ def _ask(view: HelionView, shape: Shape, ask: Callable[[tuple[Any, ...]], Any]) 
                     f"{' '.join(str(problem).split())[:300]}")
 
 
-def helion_buckets(campaign: Any, view: HelionView) -> tuple[bool, dict[str, ShapeBucket]]:
+def helion_buckets(request: ShipRequest, view: HelionView) -> tuple[bool, dict[str, ShapeBucket]]:
     """(whether the heuristic has ``key_<kernel>``, shape -> its bucket and old config) for the campaign's
     shapes, asked the way Helion asks (a user key flattened). Without a key function a bucket is the set of
     shapes the heuristic gives one config (Helion then keys its cache by every shape feature)."""
     from paretotune.kernels.helion_heuristic import heuristic_config, key_values, load
 
     if view.heuristic is None:
-        raise UserError(f"{campaign.path}: kernel {view.kernel.name} has no AOT heuristic for "
-                        f"sm_{campaign.target.capability} (ship writes one in Helion's format from the current one)")
+        raise UserError(f"{request.campaign_path}: kernel {view.kernel.name} has no AOT heuristic for "
+                        f"sm_{request.target.capability} (ship writes one in Helion's format from the current one)")
     key_fn = getattr(load(view.heuristic), f"key_{view.kernel.name}", None)
 
     def bucket_of(args: tuple[Any, ...]) -> ShapeBucket:
@@ -115,7 +116,7 @@ def helion_buckets(campaign: Any, view: HelionView) -> tuple[bool, dict[str, Sha
         return ShapeBucket("", bucket, old)
 
     out = {}
-    for shape in campaign.shapes:
+    for shape in request.shapes:
         found = _ask(view, shape, bucket_of)
         out[shape.label] = ShapeBucket(shape.label, found.bucket, found.old)
     return callable(key_fn), out
@@ -134,7 +135,7 @@ def _new_config(results: pd.DataFrame, cid: int, shapes: tuple[str, ...], old: d
     return (dict(old) if same else config), (str(row["acf"]) if row["acf"] else None)
 
 
-def _self_check(module_path: Path, view: HelionView, campaign: Any, shapes: dict[str, ShapeBucket],
+def _self_check(module_path: Path, view: HelionView, request: ShipRequest, shapes: dict[str, ShapeBucket],
                 expect: dict[str, dict[str, Any]]) -> None:
     """Import the written module as Helion does and ask it for every campaign shape: the expected config (exactly
     the old one where unchanged), each ACF existing, and ``helion.Config`` taking it."""
@@ -146,7 +147,7 @@ def _self_check(module_path: Path, view: HelionView, campaign: Any, shapes: dict
     not_ready = getattr(module, "_PARETOTUNE_NOT_READY", None)
     if not_ready:
         raise UserError(f"the shipped module would apply no ACF here: {not_ready}")
-    by_label = {s.label: s for s in campaign.shapes}
+    by_label = {s.label: s for s in request.shapes}
     helion = import_helion()
     for label in shapes:
         got = _ask(view, by_label[label], lambda args: fn(*key_values(view.kernel, args)))
@@ -174,17 +175,16 @@ def ship_run(run_dir: Path, out: Path) -> Shipped:
         raise UserError(f"--out {out}: exists and is not an empty folder (ship writes only into a new one)")
     verdicts, rechecks = validated(run)
     use_ptxas(ptxas_release(run))
-    campaign = stored_campaign(run)
-    view = helion_view(campaign)
+    request = stored_request(run)
+    view = helion_view(request)
     if view is None:
-        from paretotune.campaign.resolve import make_adapter
         from paretotune.ship.triton_table import ship_triton
 
-        return ship_triton(run, campaign, make_adapter(campaign), verdicts, rechecks, out)
-    return _ship_helion(run, campaign, view, verdicts, rechecks, out)
+        return ship_triton(run, request, kernel_adapter(request), verdicts, rechecks, out)
+    return _ship_helion(run, request, view, verdicts, rechecks, out)
 
 
-def _ship_helion(run: RunDir, campaign: Any, view: HelionView, verdicts: pd.DataFrame,
+def _ship_helion(run: RunDir, request: ShipRequest, view: HelionView, verdicts: pd.DataFrame,
                  rechecks: dict[tuple[int, str], dict[str, Any]], out: Path) -> Shipped:
     from paretotune.validate.recheck import passed
     from paretotune.kernels.helion_heuristic import expected_names
@@ -192,8 +192,8 @@ def _ship_helion(run: RunDir, campaign: Any, view: HelionView, verdicts: pd.Data
     from paretotune.pareto.buckets import choose
 
     release = ptxas_release(run)
-    has_key, shapes = helion_buckets(campaign, view)
-    check_baselines(run, campaign, {s: b.old for s, b in shapes.items()}, helion=True)
+    has_key, shapes = helion_buckets(request, view)
+    check_baselines(run, request, {s: b.old for s, b in shapes.items()}, helion=True)
     path, name = view.heuristic, view.kernel.name
     assert path is not None
     choices = choose(verdicts, {s: b.bucket for s, b in shapes.items()}, rechecks, passed)
@@ -218,9 +218,9 @@ def _ship_helion(run: RunDir, campaign: Any, view: HelionView, verdicts: pd.Data
         new[choice.bucket] = (olds[0], config, acf)
     about = (f"Kernel {name}; the previous heuristic, {path.name}, is below verbatim (key_{name} and its dispatch "
              f"unchanged), then autotune_{name} answers the changed buckets.")
-    header = header_lines(run, campaign, about, "the previous heuristic's config for the shape", choices, new,
+    header = header_lines(run, request, about, "the previous heuristic's config for the shape", choices, new,
                           release)
-    file_name = expected_names(view.kernel, campaign.target.capability)[0]
+    file_name = expected_names(view.kernel, request.target.capability)[0]
     text = render(path.read_text(), name, has_key, changes, header, release)
     acfs = sorted({c.acf for c in changes if c.acf})
 
@@ -231,8 +231,8 @@ def _ship_helion(run: RunDir, campaign: Any, view: HelionView, verdicts: pd.Data
             change = new.get(sb.bucket)
             expect[label] = dict(sb.old) if change is None else {
                 **change[1], **({ACF_KEY: os.path.join(str(tmp), "acf", change[2])} if change[2] else {})}
-        _self_check(tmp / file_name, view, campaign, shapes, expect)
-        summary = plain(_summary(run, campaign, name, path, file_name, choices, new, shapes, release))
+        _self_check(tmp / file_name, view, request, shapes, expect)
+        summary = plain(_summary(run, request, name, path, file_name, choices, new, shapes, release))
         (tmp / SHIP_JSON).write_text(json.dumps(summary, indent=1))
         return summary
 
@@ -240,11 +240,11 @@ def _ship_helion(run: RunDir, campaign: Any, view: HelionView, verdicts: pd.Data
     return Shipped(out=out, module=out / file_name, choices=choices, acfs=acfs, summary=summary)
 
 
-def _summary(run: RunDir, campaign: Any, name: str, heuristic: Path, file_name: str, choices: list[Any],
+def _summary(run: RunDir, request: ShipRequest, name: str, heuristic: Path, file_name: str, choices: list[Any],
              new: dict[Hashable, Any], shapes: dict[str, ShapeBucket], release: str) -> dict[str, Any]:
     """ship.json: what the header says, as data (the benchmark and the tests read it)."""
     return {"run_dir": str(run.path), "kernel": name, "module": file_name, "previous_heuristic": str(heuristic),
-            "target": campaign.target.name, "ptxas_release": release,
+            "target": request.target.name, "ptxas_release": release,
             "shapes": {s: {"bucket": repr(b.bucket)} for s, b in shapes.items()},
             "buckets": [{"bucket": repr(c.bucket), "shapes": list(c.shapes), "winner": c.winner,
                          "reason": c.reason, "per_shape": c.per_shape, "recheck": c.recheck,
@@ -259,14 +259,14 @@ def per_bucket_candidates(run_dir: Path, per_bucket: int, limit: int = 64) -> tu
     geomean speedup over the bucket's shapes (faster than the baseline on each of them), each to be measured on
     those shapes only. Returns (candidate ids, candidate -> shapes)."""
     run = open_run(run_dir)  # the integrity rule every reader applies
-    campaign = stored_campaign(run)
-    view = helion_view(campaign)
+    request = stored_request(run)
+    view = helion_view(request)
     if view is not None:
-        buckets = {s: b.bucket for s, b in helion_buckets(campaign, view)[1].items()}
+        buckets = {s: b.bucket for s, b in helion_buckets(request, view)[1].items()}
     else:
-        buckets = {s.label: s.label for s in campaign.shapes}  # a Triton launch table: one entry per shape
+        buckets = {s.label: s.label for s in request.shapes}  # a Triton launch table: one entry per shape
     runtime = {c.shape: c.column for c in run.objective_columns() if c.objective == "runtime"}
-    if len(runtime) != len(campaign.shapes):
+    if len(runtime) != len(request.shapes):
         raise UserError(f"{run_dir}: --per-bucket ranks candidates by runtime, which this run did not measure on "
                         "every shape")
     return rank_per_bucket(run.results(), runtime, buckets, per_bucket, limit)

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from paretotune.errors import UserError
+from paretotune.ship.files import ShipRequest
 from paretotune.store.run_dir import RunDir
 
 SCALAR = (int, float, str, bool)
@@ -36,7 +37,7 @@ def key_of(adapter: Any, shape: Any) -> tuple[tuple[str, ...], tuple[Any, ...]]:
     return names, values
 
 
-def ship_triton(run: RunDir, campaign: Any, adapter: Any, verdicts: pd.DataFrame,
+def ship_triton(run: RunDir, request: ShipRequest, adapter: Any, verdicts: pd.DataFrame,
                 rechecks: dict[tuple[int, str], dict[str, Any]], out: Path) -> Any:
     from paretotune.validate.recheck import passed
     from paretotune.ship.files import (SHIP_JSON, Shipped, check_baselines, header_lines, import_module,
@@ -47,10 +48,10 @@ def ship_triton(run: RunDir, campaign: Any, adapter: Any, verdicts: pd.DataFrame
 
     release = ptxas_release(run)
     keys, names = {}, ()
-    for shape in campaign.shapes:
+    for shape in request.shapes:
         names, keys[shape.label] = key_of(adapter, shape)
-    previous = {s.label: flatten_config(adapter.default_config(s)) for s in campaign.shapes}
-    check_baselines(run, campaign, previous, helion=False)
+    previous = {s.label: flatten_config(adapter.default_config(s)) for s in request.shapes}
+    check_baselines(run, request, previous, helion=False)
     choices = choose(verdicts, keys, rechecks, passed)
     results = run.results().set_index("candidate_id")
     entries, new = [], {}
@@ -73,7 +74,7 @@ def ship_triton(run: RunDir, campaign: Any, adapter: Any, verdicts: pd.DataFrame
     name = getattr(adapter, "inner", adapter).parts.jit.__name__
     about = (f"Kernel {name}: a launch-options table keyed by {', '.join(names)}; call kernel[grid](*args, "
              "**launch_kwargs(*key)) (for an @triton.autotune kernel its .fn: triton.Config carries no ptx_options).")
-    header = header_lines(run, campaign, about, "the campaign's baseline config for the shape", choices, new, release)
+    header = header_lines(run, request, about, "the campaign's baseline config for the shape", choices, new, release)
     text = render(names, entries, header, release)
     file_name = f"{name}_launch.py"
     acfs = sorted({e.acf for e in entries if e.acf})
@@ -83,7 +84,7 @@ def ship_triton(run: RunDir, campaign: Any, adapter: Any, verdicts: pd.DataFrame
         module = import_module(tmp / file_name)
         if getattr(module, "_PARETOTUNE_NOT_READY", None):
             raise UserError(f"the shipped table would apply no ACF here: {module._PARETOTUNE_NOT_READY}")
-        for shape in campaign.shapes:
+        for shape in request.shapes:
             got = module.launch_kwargs(*keys[shape.label])
             change = new.get(keys[shape.label])
             want = dict(previous[shape.label]) if change is None else dict(change[1])
@@ -91,7 +92,7 @@ def ship_triton(run: RunDir, campaign: Any, adapter: Any, verdicts: pd.DataFrame
                 want["ptx_options"] = f"--apply-controls {tmp / 'acf' / change[2]}"
             if got != want:
                 raise UserError(f"{file_name}: shape {shape.label} gets {got!r}, expected {want!r}")
-        exec_entries = _exec_index(tmp, campaign, adapter, choices, new, keys)
+        exec_entries = _exec_index(tmp, request, adapter, choices, new, keys)
         summary = plain({"run_dir": str(run.path), "kernel": name, "module": file_name, "key": list(names),
                          "exec_entries": exec_entries,
                          "ptxas_release": release, "changed": len(new), "buckets_seen": len(choices),
@@ -105,7 +106,7 @@ def ship_triton(run: RunDir, campaign: Any, adapter: Any, verdicts: pd.DataFrame
     return Shipped(out=out, module=out / file_name, choices=choices, acfs=acfs, summary=summary)
 
 
-def _exec_index(folder: Path, campaign: Any, adapter: Any, choices: list[Any], new: dict[Any, Any],
+def _exec_index(folder: Path, request: ShipRequest, adapter: Any, choices: list[Any], new: dict[Any, Any],
                 keys: dict[str, Any]) -> int:
     """``folder/acfs.json`` for ``paretotune exec --acfs folder``: per changed bucket with an ACF, the PTX of the
     winning config on each of the bucket's campaign shapes (built here by the run's ptxas release, which
@@ -117,8 +118,8 @@ def _exec_index(folder: Path, campaign: Any, adapter: Any, choices: list[Any], n
     from paretotune.ship.shipped_acfs import add_entry
 
     version = find_ptxas().version
-    arch = sm_arch_from_capability(campaign.target.capability)
-    shapes = {s.label: s for s in campaign.shapes}
+    arch = sm_arch_from_capability(request.target.capability)
+    shapes = {s.label: s for s in request.shapes}
     seen = set()
     for choice in choices:
         change = new.get(choice.bucket)
@@ -126,7 +127,7 @@ def _exec_index(folder: Path, campaign: Any, adapter: Any, choices: list[Any], n
             continue
         acf = (folder / "acf" / change[2]).read_bytes()
         for label in choice.shapes:
-            ptx = adapter.compile_ptx(change[1], shapes[label], campaign.target).ptx
+            ptx = adapter.compile_ptx(change[1], shapes[label], request.target).ptx
             evidence = {"run_candidate": choice.winner, "shape": label, "validation": choice.per_shape.get(label),
                         "recheck": choice.recheck.get(label)}
             seen.add(add_entry(folder, ptx=ptx, arch=arch, ptxas_version=version, acf=acf,

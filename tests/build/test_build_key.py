@@ -36,7 +36,8 @@ def gpu_side_build(environ: dict[str, str], conn: Any, campaign_path: str, campa
     adopt_environment(environ)
     from paretotune.measure.gpu_worker import setup
 
-    campaign, adapter = setup(campaign_path, campaign_text, ptxas_path, ptxas_version)
+    adapter = setup(campaign_path, campaign_text, ptxas_path, ptxas_version)
+    campaign = campaign_from_text(campaign_text, Path(campaign_path))
     from triton import knobs
     from triton._C.libtriton import get_cache_invalidating_env_vars
 

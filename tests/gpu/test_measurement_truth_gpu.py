@@ -7,7 +7,6 @@ import dataclasses
 import random
 from collections.abc import Mapping
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -89,7 +88,7 @@ def test_search_arms_share_cuda_buffers() -> None:
     baselines: dict[str, Any] = {}
     configs = [{**adapter.default_config(shapes[0]), "num_warps": w} for w in (8, 16)]
     for i, config in enumerate(configs):
-        result = measure(adapter, SimpleNamespace(shapes=shapes), GpuJob(i + 1, config, None, 1000 + i),
+        result = measure(adapter, shapes, GpuJob(i + 1, config, None, 1000 + i),
                          baselines, spec, timer=adapter.timer(2, 5))
         assert result["s"]["runtime_ms"] > 0 and result["s"]["timing"] in ("cudagraph", "cupti")  # a GPU clock
     timed = [launch for launch in adapter.launches if launch["timed"]]

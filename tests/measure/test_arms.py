@@ -10,7 +10,6 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -99,9 +98,9 @@ JOBS = [GpuJob(1, {"scale": 2.0, "bias": 0.0, "num_warps": 8}, "/acfs/a.acf", se
 
 def test_search_times_baseline_and_every_candidate_on_one_buffer_set_per_shape() -> None:
     adapter = ScaleAdapter()
-    campaign, baselines = SimpleNamespace(shapes=SHAPES), {}
+    baselines: dict = {}
     for job in JOBS:
-        result = measure(adapter, campaign, job, baselines, cpu_evaluation(), timer=fixed_timer(adapter))
+        result = measure(adapter, SHAPES, job, baselines, cpu_evaluation(), timer=fixed_timer(adapter))
         assert set(result) == {"small", "large"}
     ptrs_by_shape = {}
     for shape in ("small", "large"):
@@ -125,7 +124,7 @@ def test_search_times_baseline_and_every_candidate_on_one_buffer_set_per_shape()
 def test_search_checks_before_timing_and_a_wrong_candidate_is_never_timed() -> None:
     adapter = ScaleAdapter()
     wrong = GpuJob(9, {"scale": 2.0, "bias": 1.0, "num_warps": 4}, "/acfs/w.acf", seed=109)
-    result = measure(adapter, SimpleNamespace(shapes=SHAPES), wrong, {}, cpu_evaluation(), timer=fixed_timer(adapter))
+    result = measure(adapter, SHAPES, wrong, {}, cpu_evaluation(), timer=fixed_timer(adapter))
     assert "failed" in result and result["failed"].startswith("small: wrong answer")
     assert not adapter.timed("small") and not adapter.timed("large")
 
@@ -212,7 +211,7 @@ def test_timing_method_choice(setting: Any, first_ms: float | None, expected: st
 def test_auto_timing_follows_the_baseline_first_gpu_time_and_is_recorded(first_ms: float, expected: str) -> None:
     adapter = ScaleAdapter()
     calls: list[TimingMethod] = []
-    result = measure(adapter, SimpleNamespace(shapes=SHAPES[:1]), JOBS[0], {}, cpu_evaluation(timing="auto"),
+    result = measure(adapter, SHAPES[:1], JOBS[0], {}, cpu_evaluation(timing="auto"),
                      timer=fixed_timer(adapter, first_ms, calls))
     assert result["small"]["timing"] == expected
     # the first look by CUPTI (graphs: and one graph timing, to see the call can be captured), then baseline and
@@ -245,7 +244,7 @@ class AuthorsSayEvents(ScaleAdapter):
 def test_a_module_that_says_events_is_still_ranked_by_gpu_time_with_its_authors_figure_beside() -> None:
     adapter = AuthorsSayEvents()
     calls: list[Any] = []
-    result = measure(adapter, SimpleNamespace(shapes=SHAPES[:1]), JOBS[0], {}, cpu_evaluation(timing="auto"),
+    result = measure(adapter, SHAPES[:1], JOBS[0], {}, cpu_evaluation(timing="auto"),
                      timer=host_loaded_timer(adapter, 0.019, 0.038, calls))
     shape = result["small"]
     assert shape["timing"] == "cudagraph" and shape["runtime_ms"] == 0.019  # ranked by the GPU clock
@@ -260,7 +259,7 @@ def test_authors_figure_is_not_timed_twice_where_the_authors_use_the_ranking_clo
             return "cudagraph"
 
     adapter = AuthorsSayGraphs()
-    result = measure(adapter, SimpleNamespace(shapes=SHAPES[:1]), JOBS[0], {}, cpu_evaluation(timing="auto"),
+    result = measure(adapter, SHAPES[:1], JOBS[0], {}, cpu_evaluation(timing="auto"),
                      timer=fixed_timer(adapter, 0.02))
     assert result["small"]["timing"] == "cudagraph" and "authors_ms" not in result["small"]
 
@@ -289,7 +288,7 @@ def test_a_call_cuda_graphs_cannot_capture_is_timed_by_cupti_and_says_why() -> N
     adapter = ScaleAdapter()
     calls: list[TimingMethod] = []
     error = "CUDA error: operation failed due to a previous error during capture"  # Helion's low_mem_dropout
-    result = measure(adapter, SimpleNamespace(shapes=SHAPES[:1]), JOBS[0], {}, cpu_evaluation(timing="auto"),
+    result = measure(adapter, SHAPES[:1], JOBS[0], {}, cpu_evaluation(timing="auto"),
                      timer=capture_refusing_timer(adapter, calls, error))
     assert result["small"]["timing"] == "cupti"
     source = result["small"]["timing_source"]

@@ -20,6 +20,7 @@ from paretotune.measure.evaluators import GpuEvaluator
 from paretotune.cluster.session import import_ray
 from paretotune.objectives.ncu_objectives import ACHIEVED_OCCUPANCY
 from paretotune.records import Candidate, TrialRecord
+from paretotune.runner.evaluator import measure_request
 from paretotune.store.run_dir import RunDir
 
 HERE = Path(__file__).resolve().parent
@@ -101,7 +102,7 @@ def test_builds_then_measurements_in_one_flow(tmp_path: Path) -> None:
     pool = FakePool([_built(0), failed_record(_cand(1), "ptxas exited 1"), _built(2), _built(3)])
     measurer = FakeMeasurer({0: ("ok", _per_shape(2.0)), 2: ("ok", _per_shape(1.5)),
                              3: ("failed", "GPU worker died (exit code -11)")}, {})
-    ev = GpuEvaluator(campaign, RunDir(tmp_path / "run"), make_objectives(campaign), pool, measurer)
+    ev = GpuEvaluator(measure_request(campaign), RunDir(tmp_path / "run"), make_objectives(campaign), pool, measurer)
     assert ev.accepts_feed
     out = list(ev.stream([_cand(i) for i in range(4)]))
     assert [r.candidate_id for r in out] == [0, 1, 2, 3]  # each as soon as it is final
@@ -121,7 +122,7 @@ def test_ncu_objectives_hold_measured_records_for_the_batch(tmp_path: Path) -> N
     metric = ACHIEVED_OCCUPANCY
     measurer = FakeMeasurer({0: ("ok", _per_shape(2.0)), 1: ("failed", "timed out"), 2: ("ok", _per_shape(1.0))},
                             {0: {"n4k": {metric: 50.0}}})  # candidate 2's ncu run gave nothing
-    ev = GpuEvaluator(campaign, RunDir(tmp_path / "run"), make_objectives(campaign), pool, measurer)
+    ev = GpuEvaluator(measure_request(campaign), RunDir(tmp_path / "run"), make_objectives(campaign), pool, measurer)
     assert not ev.accepts_feed
     out = list(ev.stream([_cand(i) for i in range(3)]))
     assert [r.candidate_id for r in out] == [1, 0, 2]  # the failed one at once, the measured after ncu

@@ -14,6 +14,7 @@ from paretotune.campaign.load import load_campaign
 from paretotune.campaign.resolve import make_adapter
 from paretotune.measure.gpu import GpuWorker
 from paretotune.measure.gpu_worker import GpuJob
+from paretotune.runner.evaluator import measure_request
 from paretotune.toolchain.ptxas import find_ptxas
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml"
@@ -22,7 +23,7 @@ QUICKSTART = Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml"
 @pytest.fixture
 def worker() -> GpuWorker:
     campaign = load_campaign(QUICKSTART)
-    gpu = GpuWorker(campaign, find_ptxas(), timeout_s=60, spares=2)
+    gpu = GpuWorker(measure_request(campaign), find_ptxas(), timeout_s=60, spares=2)
     yield gpu
     gpu.stop()
 
@@ -57,7 +58,7 @@ def test_prestarted_worker_is_warm_before_its_first_job(tmp_path: Path, monkeypa
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     campaign = load_campaign(QUICKSTART)
-    gpu = GpuWorker(campaign, find_ptxas(), timeout_s=60)
+    gpu = GpuWorker(measure_request(campaign), find_ptxas(), timeout_s=60)
     try:
         gpu.prestart()
         assert gpu._proc is None and len(gpu._spares) == 1 + gpu.spares  # the spares start with the first worker

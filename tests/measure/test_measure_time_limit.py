@@ -16,6 +16,7 @@ from paretotune.campaign.schema import EvaluationSpec
 from paretotune.build.base import measure_time_limit
 from paretotune.measure.gpu import GpuWorker
 from paretotune.measure.gpu_worker import GpuJob
+from paretotune.runner.evaluator import measure_request
 from paretotune.toolchain.ptxas import find_ptxas
 
 HANGING_KERNEL = '''
@@ -49,7 +50,7 @@ def test_a_hanging_candidate_is_cut_off_at_the_given_limit_naming_its_phase(tmp_
     text = (f"name: hang\nkernel: {{source: {tmp_path / 'hanging.py'}:kernel}}\n"
             "shapes: [{name: s, M: 64, N: 256}]\nobjectives: [runtime]\n")
     campaign = campaign_from_text(text, tmp_path / "campaign.yaml")
-    gpu = GpuWorker(campaign, find_ptxas(), timeout_s=600, spares=0)
+    gpu = GpuWorker(measure_request(campaign), find_ptxas(), timeout_s=600, spares=0)
     try:
         start = time.monotonic()
         status, reason = gpu.run(GpuJob(candidate_id=1, config={"num_warps": 4, "num_stages": 1}, acf_path=None,
@@ -73,7 +74,8 @@ def test_the_wall_clock_cuts_a_measurement_and_starts_none_after_it(tmp_path: Pa
     text = (f"name: hang\nkernel: {{source: {tmp_path / 'hanging.py'}:kernel}}\n"
             "shapes: [{name: s, M: 64, N: 256}]\nobjectives: [runtime]\nevaluation: {gpu_spares: 0}\n")
     campaign = campaign_from_text(text, tmp_path / "campaign.yaml")
-    measurer = LocalGpuMeasurer(campaign, find_ptxas(), run=None)  # type: ignore[arg-type]  # no ACF: unused
+    measurer = LocalGpuMeasurer(measure_request(campaign), find_ptxas(),
+                                run=None)  # type: ignore[arg-type]  # no ACF: unused
     rec = TrialRecord(candidate_id=1, generation=1, config={"num_warps": 4, "num_stages": 1}, acf=None,
                       is_baseline=False, status="ok")
     try:
@@ -188,7 +190,8 @@ def test_the_measurer_records_a_timed_out_candidate_s_wait_as_lost(tmp_path: Pat
 
     text = "name: r\nkernel: {source: paretotune.kernels.bundled.softmax:triton_softmax}\n" \
            "shapes: [{name: s, M: 64, N: 256}]\nobjectives: [runtime]\n"
-    measurer = LocalGpuMeasurer(campaign_from_text(text, tmp_path / "campaign.yaml"), find_ptxas(), run=None)  # type: ignore[arg-type]
+    measurer = LocalGpuMeasurer(measure_request(campaign_from_text(text, tmp_path / "campaign.yaml")), find_ptxas(),
+                                run=None)  # type: ignore[arg-type]
 
     class Hangs:
         last_start_s = 0.25

@@ -7,7 +7,6 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -152,7 +151,7 @@ def test_timing_rounds_of_an_in_place_kernel_start_from_the_pristine_buffers() -
     adapter = TorchAdapter(_in_place)
     starts: list[int] = []
     timer = _counting_timer(adapter, starts)
-    result = measure(adapter, SimpleNamespace(shapes=[SHAPE]), GpuJob(1, {"bias": 0.0, "num_warps": 8}, None, 7),
+    result = measure(adapter, [SHAPE], GpuJob(1, {"bias": 0.0, "num_warps": 8}, None, 7),
                      {}, cpu_evaluation(timing="events"), timer=timer)
     assert result["s"]["restored_inputs"] == [0] and result["s"]["timing_source"] == "evaluation.timing"
     pristine = float(adapter.make_inputs(SHAPE, "cpu", 12345)["x"][0])

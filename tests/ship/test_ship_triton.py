@@ -77,8 +77,7 @@ def test_a_triton_ship_folder_applies_its_acf_under_exec(triton_run: Path, tmp_p
     import json
 
     from paretotune import shipped_acfs
-    from paretotune.campaign.resolve import make_adapter
-    from paretotune.ship.files import stored_campaign
+    from paretotune.ship.files import kernel_adapter, stored_request
     from paretotune.kernels.triton import split_config
     from paretotune.kernels.triton_jit import compile_like_jit
     from paretotune.ship.ptxas_shim import ptx_key
@@ -87,13 +86,13 @@ def test_a_triton_ship_folder_applies_its_acf_under_exec(triton_run: Path, tmp_p
 
     run, results, cand, shipped = validated_and_shipped(triton_run, tmp_path)
     row = results.set_index("candidate_id").loc[cand]
-    campaign = stored_campaign(RunDir(run))
-    adapter = getattr(make_adapter(campaign), "inner", make_adapter(campaign))
-    shape = next(s for s in campaign.shapes if s.label == "wide")
+    request = stored_request(RunDir(run))
+    adapter = getattr(kernel_adapter(request), "inner", kernel_adapter(request))
+    shape = next(s for s in request.shapes if s.label == "wide")
     config = json.loads(row["config"])
     entries = load_index(shipped.out)
     assert shipped.summary["exec_entries"] == len(entries) == 1
-    assert entries[0]["ptx_sha256"] == ptx_key(adapter.compile_ptx(config, shape, campaign.target).ptx)
+    assert entries[0]["ptx_sha256"] == ptx_key(adapter.compile_ptx(config, shape, request.target).ptx)
     assert entries[0]["acf"] == f"{row['acf']}.acf" and entries[0]["arch"] == "sm_90a"
     assert entries[0]["ptxas_version"] == find_ptxas().version and entries[0]["evidence"]["run_candidate"] == cand
 
@@ -107,7 +106,7 @@ def test_a_triton_ship_folder_applies_its_acf_under_exec(triton_run: Path, tmp_p
             launch["ptx_options"] = f"--apply-controls {acf}"
         named = adapter.named_args(adapter.make_inputs(shape, "meta", 0), shape, resolved)
         compiled = compile_like_jit(adapter.parts.jit, [named[p.name] for p in adapter.parts.jit.params], launch,
-                                    campaign.target)
+                                    request.target)
         return text_section(compiled.asm["cubin"], compiled.name)
 
     with_acf = machine_code(shipped.out / "acf" / entries[0]["acf"])
