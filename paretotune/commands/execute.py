@@ -2,15 +2,17 @@
 
 ``paretotune exec --acfs DIR -- PROGRAM [ARGS...]``: every Triton compile in the program's process tree goes
 through a ptxas wrapper that adds ``--apply-controls`` to a build only when DIR/acfs.json has an entry for that
-build's PTX hash, target arch and ptxas release; every other build is left exactly as it was. The program's
-kernels build into a Triton cache of exec's own (per shipped folder), never the usual one. Exits with the
-program's exit code. --verbose lists, after the program ends, which kernels got an ACF and which were skipped
-and why.
+build's PTX hash, target arch and ptxas release; every other build is left exactly as it was. A shipped Helion
+heuristic in DIR (``_helion_aot_*.py``) is put first on Helion's lookup path (``HELION_HEURISTIC_DIR``), so the
+program's Helion AOT kernels take its configs and ACFs. The program's kernels build into a Triton cache of exec's
+own (per shipped folder), never the usual one. Exits with the program's exit code. --verbose lists, after the
+program ends, which kernels got an ACF and which were skipped and why.
 """
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -44,11 +46,21 @@ def main(args: argparse.Namespace) -> int:
             raise UserError(f"exec: {program[0]}: command not found") from None
         except PermissionError:
             raise UserError(f"exec: {program[0]}: not executable") from None
-        for line in _summary(read_log(log), args.verbose):
+        for line in _helion_lines(shipped, args.verbose) + _summary(read_log(log), args.verbose):
             print(line, file=sys.stderr)
     finally:
         log.unlink(missing_ok=True)
     return 128 - code if code < 0 else code  # killed by a signal: the shell's convention (128 + signal number)
+
+
+def _helion_lines(shipped: Any, verbose: bool) -> list[str]:
+    """Which shipped Helion heuristics the program's Helion looked up first (under --verbose), and always when
+    the program's own HELION_HEURISTIC_DIR kept them out."""
+    names = ", ".join(p.name for p in shipped.helion_heuristics)
+    if shipped.helion_dir_kept is not None:
+        return [f"paretotune exec: HELION_HEURISTIC_DIR={shipped.helion_dir_kept} was already set and is kept: the "
+                f"shipped Helion heuristics ({names}) were not used"]
+    return [f"paretotune exec: Helion heuristics from the shipped folder first: {names}"] if verbose and names else []
 
 
 def _summary(decisions: list[dict[str, object]], verbose: bool) -> list[str]:

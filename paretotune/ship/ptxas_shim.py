@@ -96,6 +96,16 @@ def choose(acfs_dir: Path, key: str, arch: str, ptxas_version: str) -> tuple[Pat
     return acf, "applied"
 
 
+def _given_acf(args: list[str], acfs_dir: Path, record: dict[str, object]) -> str:
+    """Why a build that names its own ACF is left as called: a shipped Helion heuristic's config names one from
+    the shipped folder (recorded as applied), or the program chose its own."""
+    given = Path(args[args.index("--apply-controls") + 1]) if args.index("--apply-controls") + 1 < len(args) else None
+    if given is not None and given.resolve().parent in (acfs_dir.resolve(), (acfs_dir / "acf").resolve()):
+        record["acf"] = given.name
+        return "applied by the shipped heuristic's config"
+    return "the build already has --apply-controls"
+
+
 def _log(record: dict[str, object]) -> None:
     """Append one line (a single write under O_APPEND: lines from parallel compiles do not interleave)."""
     path = os.environ.get(LOG_ENV)
@@ -120,7 +130,7 @@ def main(args: list[str]) -> int:
         key = ptx_key(ptx)
         record.update(kernel=kernel_name(ptx), ptx_sha256=key)
         if "--apply-controls" in args:
-            acf, why = None, "the build already has --apply-controls"
+            acf, why = None, _given_acf(args, Path(os.environ[ACFS_ENV]), record)
         else:
             acf, why = choose(Path(os.environ[ACFS_ENV]), key, arch, os.environ[VERSION_ENV])
     except Exception as exc:  # noqa: BLE001 - the shim must never be why a build fails
@@ -131,7 +141,7 @@ def main(args: list[str]) -> int:
             _log({**record, "acf": acf.name, "reason": "applied"})
             return 0
         why = f"refused: ptxas failed with ACF {acf.name} (exit {done.returncode}); built without it"
-    _log({**record, "acf": None, "reason": why})
+    _log({"acf": None, **record, "reason": why})
     if why.startswith("refused"):
         print(f"paretotune exec: {record.get('kernel', '?')}: {why}", file=sys.stderr)
     return subprocess.run([real, *args], check=False).returncode

@@ -74,6 +74,11 @@ def load_index(folder: Path) -> list[dict[str, Any]]:
     return list(data["entries"])
 
 
+def write_index(folder: Path, entries: list[dict[str, Any]]) -> None:
+    """Write ``folder``'s index whole (a reader sees the old one or the new)."""
+    atomic_write(folder / INDEX, json.dumps({"format": FORMAT, "entries": entries}, indent=2) + "\n")
+
+
 def add_entry(folder: Path, *, ptx: str, arch: str, ptxas_version: str, acf: bytes,
               evidence: dict[str, Any] | None = None) -> dict[str, Any]:
     """Add (or replace: same PTX, arch and ptxas) the entry that applies ``acf`` to builds of ``ptx``; writes
@@ -89,8 +94,7 @@ def add_entry(folder: Path, *, ptx: str, arch: str, ptxas_version: str, acf: byt
     if evidence:
         entry["evidence"] = evidence
     same = ("ptx_sha256", "arch", "ptxas_version")
-    entries = [e for e in entries if any(e[k] != entry[k] for k in same)] + [entry]
-    atomic_write(folder / INDEX, json.dumps({"format": FORMAT, "entries": entries}, indent=2) + "\n")
+    write_index(folder, [e for e in entries if any(e[k] != entry[k] for k in same)] + [entry])
     return entry
 
 
@@ -115,6 +119,11 @@ class ShippedEnvironment:
     env: dict[str, str]
     wrapper: Path
     cache_dir: Path
+    helion_heuristics: tuple[Path, ...] = ()  # shipped Helion AOT heuristics, first on Helion's lookup path
+    helion_dir_kept: str | None = None  # the program's own HELION_HEURISTIC_DIR, left as it was (ours not used)
+
+
+HELION_DIR_ENV = "HELION_HEURISTIC_DIR"  # where Helion looks first for ``_helion_aot_<file>_<device>_<cc>.py``
 
 
 def shipped_environment(folder: Path, log: Path | None = None) -> ShippedEnvironment:
@@ -145,7 +154,15 @@ def shipped_environment(folder: Path, log: Path | None = None) -> ShippedEnviron
            "TRITON_CACHE_DIR": str(cache_dir), "PARETOTUNE_PTXAS": str(ptxas.path)}
     if log is not None:
         env[ptxas_shim.LOG_ENV] = str(log)
-    return ShippedEnvironment(env=env, wrapper=wrapper, cache_dir=cache_dir)
+    # a shipped Helion heuristic carries the new configs and their ACFs: Helion finds it before the one beside
+    # the kernel's source when the folder is its heuristic directory (a kernel without a shipped heuristic falls
+    # back to its own). A directory the program already set is the program's choice and stays.
+    heuristics = tuple(sorted(folder.glob("_helion_aot_*.py")))
+    kept = os.environ.get(HELION_DIR_ENV) if heuristics else None
+    if heuristics and kept is None:
+        env[HELION_DIR_ENV] = str(folder)
+    return ShippedEnvironment(env=env, wrapper=wrapper, cache_dir=cache_dir, helion_heuristics=heuristics,
+                              helion_dir_kept=kept)
 
 
 @contextlib.contextmanager

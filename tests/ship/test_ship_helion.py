@@ -57,7 +57,7 @@ def test_ship_changes_the_validated_buckets_and_nothing_else(run_copy: Path, tmp
     shipped = ship_run(run_copy, out)
     assert [c.winner for c in shipped.choices] == [one, three] and shipped.changed == 2
     module = out / MODULE
-    assert sorted(p.name for p in out.iterdir()) == sorted([MODULE, "acf", "ship.json"])
+    assert sorted(p.name for p in out.iterdir()) == sorted([MODULE, "acf", "acfs.json", "ship.json"])
 
     kernel, adapter = kernel_and_adapter(run_copy)
     old = answers(kernel, adapter, HEURISTIC)
