@@ -2,8 +2,8 @@
 
 Search (:mod:`paretotune.measure.gpu_worker`) and ``validate`` (:mod:`paretotune.validate.worker`)
 both go through here, so both time the baseline, the control and every candidate of a shape on the same input
-and output tensors: on an H200 the same build timed on other buffers moved by up to 2.5 %, more than the ACF
-gains the search looks for. One set rather than several rotated ones: every arm then differs only in its build,
+and output tensors: the same build timed on other buffers moves by more than the ACF gains the search looks
+for (docs/results.md). One set rather than several rotated ones: every arm then differs only in its build,
 and no between-set spread is added to any arm's samples (the absolute times are those of one placement; only
 ratios are compared).
 
@@ -68,8 +68,8 @@ def tensor_leaves(tree: Any) -> list[Any]:
 
 def writable_leaves(inputs: Inputs) -> list[Any]:
     """The input tensors a launch can write and a copy can restore: not an expanded view (a stride of 0 over
-    more than one element, e.g. a broadcast scale), into which ``copy_`` refuses to write (H200, 2026-12-02:
-    Helion's fp8_matmul example failed its baseline on that)."""
+    more than one element, e.g. a broadcast scale), into which ``copy_`` refuses to write (Helion's fp8_matmul
+    example has one)."""
     return [t for t in tensor_leaves(inputs)
             if not any(stride == 0 and size > 1 for stride, size in zip(t.stride(), t.shape, strict=True))]
 
@@ -273,8 +273,7 @@ def _graphs_or_events(arms: ShapeArms, timer: Timer, why: str) -> tuple[TimingMe
 
 def capture_failed(exc: BaseException) -> bool:
     """Did a CUDA graph capture fail (the call synchronised with the host, or launched what graphs cannot hold)?
-    Helion's low_mem_dropout example: "operation failed due to a previous error during capture" (H200,
-    2026-12-03). Capture errors invalidate the capture, not the CUDA context, so events can time the shape."""
+    Helion's low_mem_dropout example: "operation failed due to a previous error during capture". Capture errors invalidate the capture, not the CUDA context, so events can time the shape."""
     text = f"{type(exc).__name__}: {exc}".lower()
     return "capture" in text or "capturing" in text
 

@@ -3,11 +3,11 @@
 The profile holds, per call, an L2 flush (torch's ``zero_`` on Triton's flush buffer, inside a
 :data:`FLUSH_RANGE`) and then the call (inside a :data:`CALL_RANGE`). A call's GPU time is the summed duration of
 the GPU activities (kernels, memsets, copies) between its flush and the next one, in GPU time order. Triton's
-launches (driver API) carry no link to the range they were made in on every torch build (the H200's torch 2.11
-left all 400 of a Triton call's ranges without kernels), which is why calls are told apart by the flushes
+launches (driver API) carry no link to the range they were made in on every torch build (torch 2.11 left every
+one of a Triton call's ranges without kernels), which is why calls are told apart by the flushes
 between them. A flush is a GPU activity with a flush's name (learnt from a profile of flushes alone) that is
 linked to an op inside a flush range: names alone would take a call's own ``zero_`` for a flush, and links alone
-mistook 61 of 100 ``copy_`` calls for flushes on the H200 (ids of different numberings matched). A profile whose
+mistook most ``copy_`` calls for flushes (ids of different numberings matched). A profile whose
 flushes cannot be told apart is refused (:class:`ClockUnavailable`), never guessed.
 """
 from __future__ import annotations
@@ -72,7 +72,7 @@ def profile_calls(fn: Callable[[], Any], calls: int) -> tuple[list[Activity], se
 
 def activity(event: Any) -> Activity:
     """One Kineto event as an :class:`Activity`. Its activity type where the torch build says it
-    (``activity_type()``, newer than the H200's torch 2.11); else from its device: a GPU record is GPU work unless
+    (``activity_type()``, newer than torch 2.11); else from its device: a GPU record is GPU work unless
     it is one of our ranges' GPU-side annotation."""
     from torch.autograd import DeviceType
 
@@ -115,8 +115,8 @@ def per_call_ms(activities: Sequence[Activity], calls: int, flush_names: set[str
 
 def _ids_within(activities: Sequence[Activity], range_name: str) -> set[int]:
     """The ids of the CPU ops that started inside a range of this name (the range's own id included). Only ops
-    (records with no link of their own): a CUDA API record's id is CUPTI's correlation, another numbering, and on
-    the H200 such ids inside the flush ranges matched the ops of 28 of 50 calls."""
+    (records with no link of their own): a CUDA API record's id is CUPTI's correlation, another numbering, and
+    such ids inside the flush ranges matched the ops of calls."""
     ranges = sorted((a.start_ns, a.end_ns) for a in activities if a.name == range_name and not a.on_gpu)
     starts = [r[0] for r in ranges]
     out = set()

@@ -114,7 +114,7 @@ class GpuEvaluator:
         measured: list[tuple[TrialRecord, dict[str, Any]]] = []
         # every CPU worker starts now, importing and warming up while the first builds the baseline and the GPU
         # measures it: started after the baseline's build, they were still warming up through the first
-        # generation (bundled softmax on the H200: 20 records in 11 s, then 20 per 3 s; GPU busy 74 %)
+        # generation, and the first generation's records came several times slower than the next ones'
         self.pool.start()
         for event in self.measurer.events(self.pool, candidates):
             if isinstance(event, Built):

@@ -40,9 +40,9 @@ class GpuWorker:
     """Parent-side handle of the measurement process: send a job, wait with a timeout, restart on trouble.
 
     Spare processes are kept started (imports done, CUDA initialized, default config compiled on the CPU,
-    idle): a bad ACF that faults costs a restart, and on an H200 host busy with compiles a fresh process took
-    about 16 s to be ready, which a second fault soon after the first then waited for in full (2026-11-30,
-    ``stages.gpu_start_s``). With ``spares`` of them, that many faults in a row find a ready worker; each
+    idle): a bad ACF that faults costs a restart, and on a host busy with compiles a fresh process takes
+    seconds to be ready, which a second fault soon after the first would wait for in full
+    (``stages.gpu_start_s`` records it; docs/results.md has the figure). With ``spares`` of them, that many faults in a row find a ready worker; each
     taken spare is replaced in the background. An idle spare holds a CUDA context (some hundred MB).
     """
 
@@ -69,8 +69,8 @@ class GpuWorker:
         """Start the worker that the first job will use and its spares, without waiting for them to be ready.
 
         All at once, at the campaign's start: spares started only when the first worker was ready were still
-        importing when the first faulting ACF came, a few candidates into generation 1 (on the H200 host the
-        next candidate waited 15.0 s and 9.8 s for one, 2026-11-30, run 7)."""
+        importing when the first faulting ACF came, a few candidates into generation 1, and the next candidate
+        waited for one."""
         if self._proc is None and not self._spares:
             self._spares = [self._spawn() for _ in range(1 + self.spares)]
 
@@ -102,8 +102,8 @@ class GpuWorker:
 
     def stop(self) -> None:
         """End the measuring worker in order; kill the spares at once. A spare may still be importing, and reads
-        the stop message only once ready (up to 5 s each before the kill; run 6 of the H200 benchmark returned
-        14 s after its last record); a spare holds nothing worth a clean exit."""
+        the stop message only once ready (a clean stop waited up to 5 s for each before the kill, and a run
+        returned seconds after its last record); a spare holds nothing worth a clean exit."""
         for proc, _ in self._spares:
             proc.kill()
         if self._proc is not None:

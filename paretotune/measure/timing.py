@@ -1,7 +1,7 @@
 """Trustworthy GPU timing: a GPU-side clock, warm-up first, medians.
 
-On an H200 the same baseline moved 0.209 → 0.243 ms within eleven seconds, more than ACF candidates differ:
-so a candidate is timed right next to a fresh baseline measurement (an A/B pair), and only the ratio to that
+The same baseline can move within seconds by more than ACF candidates differ (docs/results.md, "Drift"): so
+a candidate is timed right next to a fresh baseline measurement (an A/B pair), and only the ratio to that
 neighbour is comparable across the run.
 
 The ranking clock never includes the host. ``events`` (``do_bench``: an event pair around each launch) counts

@@ -112,7 +112,7 @@ _MISSING = object()
 def completes(stored: Any, asked: Any) -> bool:
     """Whether the run's stored baseline value is the heuristic's ``asked`` value as Helion's normalize completes
     it: equal, or a list the heuristic gave shorter (``range_num_stages: []``) and normalize padded with defaults
-    (``[0, 0, 0]``; the fp8 quant kernels' heuristics do this, 2026-12-03 H200)."""
+    (``[0, 0, 0]``; the pretuned fp8 quant kernels' heuristics do this)."""
     if stored == asked:
         return True
     return isinstance(stored, list) and isinstance(asked, list) and len(asked) < len(stored) \
