@@ -20,7 +20,7 @@ from typing import Any
 from paretotune.compat.patching import Undo, wrap_method
 from paretotune.compat.release import installed, require
 
-LOWEST, BELOW = (3, 6), (3, 10)  # pyproject.toml asks for triton>=3.6; 3.9 is the newest tested
+LOWEST, BELOW = (3, 6), (3, 10)  # as pyproject.toml asks: triton>=3.6,<3.10; 3.9 is the newest tested
 
 
 def check() -> None:
