@@ -18,7 +18,32 @@ from paretotune.records import Candidate, TrialRecord
 from paretotune.store.run_dir import RunDir
 
 
-class StaticEvaluator:
+class _PoolEvaluator:
+    """What both evaluators do the same way with their build pool: the evaluator's life (start early, import the
+    kernel once it passed its trial, abandon on a failed check) and a batch as a list of its stream."""
+
+    pool: BuildPool
+
+    def stream(self, candidates: Sequence[Candidate] | Feed) -> Iterator[TrialRecord]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
+        return list(self.stream(candidates))
+
+    def kernel_checked(self) -> None:
+        """The kernel passed its trial import: the workers started early import it now."""
+        self.pool.kernel_checked()
+
+    def abandon(self) -> None:
+        """Kill what :meth:`start` started, without waiting for it (the campaign failed its checks)."""
+        self.pool.kill()
+        self.close()
+
+
+class StaticEvaluator(_PoolEvaluator):
     """Builds each candidate with ptxas in the build pool and reads the static objectives."""
 
     measures_on_gpu = False
@@ -32,21 +57,9 @@ class StaticEvaluator:
         """Whatever the pool takes: the loop keeps candidates in flight across generations where it can."""
         return self.pool.accepts_feed
 
-    def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
-        return list(self.stream(candidates))
-
     def start(self) -> None:
         """Start the worker processes now (they import and warm up while the caller checks the campaign)."""
         self.pool.start()
-
-    def kernel_checked(self) -> None:
-        """The kernel passed its trial import: the workers started early import it now."""
-        self.pool.kernel_checked()
-
-    def abandon(self) -> None:
-        """Kill what :meth:`start` started, without waiting for it (the campaign failed its checks)."""
-        self.pool.kill()
-        self.close()
 
     def stop_work_at(self, deadline: float | None) -> None:
         stop_work_at(deadline, self.pool)
@@ -66,7 +79,7 @@ class StaticEvaluator:
                 self.session.close()
 
 
-class GpuEvaluator:
+class GpuEvaluator(_PoolEvaluator):
     """Evaluator for campaigns with runtime and/or ncu objectives (static ones are measured too): the pool
     builds (ptxas stats, and the Triton cache the measurer's builds hit) while the measurer measures."""
 
@@ -77,23 +90,11 @@ class GpuEvaluator:
         self.request, self.run, self.objectives = request, run, list(objectives)
         self.pool, self.measurer, self.session = pool, measurer, session
 
-    def evaluate(self, candidates: Sequence[Candidate]) -> list[TrialRecord]:
-        return list(self.stream(candidates))
-
     def start(self) -> None:
         """Start the CPU workers and the GPU worker with its spares now (they import and warm up while the
         caller checks the campaign)."""
         self.pool.start()
         self.measurer.start()
-
-    def kernel_checked(self) -> None:
-        """The kernel passed its trial import: the CPU workers started early import it now."""
-        self.pool.kernel_checked()
-
-    def abandon(self) -> None:
-        """Kill what :meth:`start` started, without waiting for it (the campaign failed its checks)."""
-        self.pool.kill()
-        self.close()
 
     def stop_work_at(self, deadline: float | None) -> None:
         stop_work_at(deadline, self.pool, self.measurer)
