@@ -246,3 +246,35 @@ def publish(out: Path, acfs: list[str], run: RunDir, fill: Callable[[Path], Any]
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return result
+
+
+def exec_index(folder: Path, request: ShipRequest, adapter: Callable[[], Any], choices: list[Any],
+               new: dict[Hashable, Any]) -> int:
+    """``folder/acfs.json`` for ``paretotune exec --acfs folder``: per changed bucket with an ACF (``new``: bucket
+    -> (old config, new config, ACF file name)), the PTX of its new config on each of the bucket's campaign
+    shapes (built here by the run's ptxas release, which :func:`use_ptxas` made Triton's; for a Helion kernel
+    Helion's codegen first: the build a program makes of that config) keyed to that ACF, with the validation's
+    numbers as evidence. ``adapter`` makes the kernel adapter, called only if there is an entry to build.
+    Returns the number of entries (shapes of one bucket often share one PTX)."""
+    from triton.backends.nvidia.compiler import sm_arch_from_capability
+
+    from paretotune.ship.shipped_acfs import add_entry
+    from paretotune.toolchain.ptxas import find_ptxas
+
+    changed = [c for c in choices if c.winner is not None and new.get(c.bucket) and new[c.bucket][2]]
+    if not changed:
+        return 0
+    built, version = adapter(), find_ptxas().version
+    arch = sm_arch_from_capability(request.target.capability)
+    shapes = {s.label: s for s in request.shapes}
+    seen = set()
+    for choice in changed:
+        _, config, acf_name = new[choice.bucket]
+        acf = (folder / "acf" / acf_name).read_bytes()
+        for label in choice.shapes:
+            ptx = built.compile_ptx(config, shapes[label], request.target).ptx
+            evidence = {"run_candidate": choice.winner, "shape": label, "validation": choice.per_shape.get(label),
+                        "recheck": choice.recheck.get(label)}
+            seen.add(add_entry(folder, ptx=ptx, arch=arch, ptxas_version=version, acf=acf,
+                               evidence=json.loads(json.dumps(evidence, default=str)))["ptx_sha256"])
+    return len(seen)

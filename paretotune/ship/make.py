@@ -20,9 +20,9 @@ from typing import Any
 import pandas as pd
 
 from paretotune.errors import UserError
-from paretotune.ship.files import (SHIP_JSON, Shipped, ShipRequest, check_baselines, header_lines, import_module,
-                                   kernel_adapter, plain, ptxas_release, publish, stored_request, use_ptxas,
-                                   validated)
+from paretotune.ship.files import (SHIP_JSON, Shipped, ShipRequest, check_baselines, exec_index, header_lines,
+                                   import_module, kernel_adapter, plain, ptxas_release, publish, stored_request,
+                                   use_ptxas, validated)
 from paretotune.records import Shape
 from paretotune.front import open_run
 from paretotune.store.run_dir import RunDir
@@ -189,6 +189,7 @@ def _ship_helion(run: RunDir, request: ShipRequest, view: HelionView, verdicts: 
     from paretotune.validate.recheck import passed
     from paretotune.kernels.helion_heuristic import expected_names
     from paretotune.ship.helion_heuristic import ACF_KEY, Change, literal_bucket, render
+    from paretotune.ship.shipped_acfs import write_index
     from paretotune.pareto.buckets import choose
 
     release = ptxas_release(run)
@@ -232,7 +233,8 @@ def _ship_helion(run: RunDir, request: ShipRequest, view: HelionView, verdicts: 
             expect[label] = dict(sb.old) if change is None else {
                 **change[1], **({ACF_KEY: os.path.join(str(tmp), "acf", change[2])} if change[2] else {})}
         _self_check(tmp / file_name, view, request, shapes, expect)
-        entries = _helion_exec_index(tmp, request, choices, new)
+        write_index(tmp, [])  # even when empty: exec takes the folder for its Helion heuristic alone
+        entries = exec_index(tmp, request, lambda: kernel_adapter(request), choices, new)
         summary = plain({**_summary(run, request, name, path, file_name, choices, new, shapes, release),
                          "exec_entries": entries})
         (tmp / SHIP_JSON).write_text(json.dumps(summary, indent=1))
@@ -240,38 +242,6 @@ def _ship_helion(run: RunDir, request: ShipRequest, view: HelionView, verdicts: 
 
     summary = publish(out, acfs, run, fill)
     return Shipped(out=out, module=out / file_name, choices=choices, acfs=acfs, summary=summary)
-
-
-def _helion_exec_index(folder: Path, request: ShipRequest, choices: list[Any], new: dict[Hashable, Any]) -> int:
-    """``folder/acfs.json`` for ``paretotune exec --acfs folder``: per changed bucket with an ACF, the PTX of its
-    new config on each of the bucket's campaign shapes (Helion's codegen, then Triton's compile for the target:
-    the build a program makes of that config) keyed to the ACF. A Helion kernel whose config is written in the
-    program's source gets its ACF this way; an AOT kernel gets config and ACF from the shipped heuristic, which
-    ``exec`` puts first on Helion's lookup path. The index is written even when empty, so ``exec`` takes any
-    shipped folder. Returns the number of entries."""
-    from triton.backends.nvidia.compiler import sm_arch_from_capability
-
-    from paretotune.ship.shipped_acfs import add_entry, write_index
-    from paretotune.toolchain.ptxas import find_ptxas
-
-    write_index(folder, [])
-    changed = [c for c in choices if c.winner is not None and new.get(c.bucket) and new[c.bucket][2]]
-    if not changed:
-        return 0
-    adapter, version = kernel_adapter(request), find_ptxas().version
-    arch = sm_arch_from_capability(request.target.capability)
-    shapes = {s.label: s for s in request.shapes}
-    seen = set()
-    for choice in changed:
-        _, config, acf_name = new[choice.bucket]
-        acf = (folder / "acf" / acf_name).read_bytes()
-        for label in choice.shapes:
-            ptx = adapter.compile_ptx(config, shapes[label], request.target).ptx
-            evidence = {"run_candidate": choice.winner, "shape": label, "validation": choice.per_shape.get(label),
-                        "recheck": choice.recheck.get(label)}
-            seen.add(add_entry(folder, ptx=ptx, arch=arch, ptxas_version=version, acf=acf,
-                               evidence=json.loads(json.dumps(evidence, default=str)))["ptx_sha256"])
-    return len(seen)
 
 
 def _summary(run: RunDir, request: ShipRequest, name: str, heuristic: Path, file_name: str, choices: list[Any],

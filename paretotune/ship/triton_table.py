@@ -40,8 +40,8 @@ def key_of(adapter: Any, shape: Any) -> tuple[tuple[str, ...], tuple[Any, ...]]:
 def ship_triton(run: RunDir, request: ShipRequest, adapter: Any, verdicts: pd.DataFrame,
                 rechecks: dict[tuple[int, str], dict[str, Any]], out: Path) -> Any:
     from paretotune.validate.recheck import passed
-    from paretotune.ship.files import (SHIP_JSON, Shipped, check_baselines, header_lines, import_module,
-                                                 plain, ptxas_release, publish)
+    from paretotune.ship.files import (SHIP_JSON, Shipped, check_baselines, exec_index, header_lines,
+                                       import_module, plain, ptxas_release, publish)
     from paretotune.ship.triton_module import Entry, render
     from paretotune.pareto.buckets import choose
     from paretotune.search.space import flatten_config
@@ -92,7 +92,7 @@ def ship_triton(run: RunDir, request: ShipRequest, adapter: Any, verdicts: pd.Da
                 want["ptx_options"] = f"--apply-controls {tmp / 'acf' / change[2]}"
             if got != want:
                 raise UserError(f"{file_name}: shape {shape.label} gets {got!r}, expected {want!r}")
-        exec_entries = _exec_index(tmp, request, adapter, choices, new, keys)
+        exec_entries = exec_index(tmp, request, lambda: adapter, choices, new)
         summary = plain({"run_dir": str(run.path), "kernel": name, "module": file_name, "key": list(names),
                          "exec_entries": exec_entries,
                          "ptxas_release": release, "changed": len(new), "buckets_seen": len(choices),
@@ -105,31 +105,3 @@ def ship_triton(run: RunDir, request: ShipRequest, adapter: Any, verdicts: pd.Da
     summary = publish(out, acfs, run, fill)
     return Shipped(out=out, module=out / file_name, choices=choices, acfs=acfs, summary=summary)
 
-
-def _exec_index(folder: Path, request: ShipRequest, adapter: Any, choices: list[Any], new: dict[Any, Any],
-                keys: dict[str, Any]) -> int:
-    """``folder/acfs.json`` for ``paretotune exec --acfs folder``: per changed bucket with an ACF, the PTX of the
-    winning config on each of the bucket's campaign shapes (built here by the run's ptxas release, which
-    :func:`~paretotune.ship.files.use_ptxas` made Triton's) keyed to that ACF, with the validation's
-    numbers as evidence. Returns the number of entries (shapes of one bucket often share one PTX)."""
-    from triton.backends.nvidia.compiler import sm_arch_from_capability
-
-    from paretotune.toolchain.ptxas import find_ptxas
-    from paretotune.ship.shipped_acfs import add_entry
-
-    version = find_ptxas().version
-    arch = sm_arch_from_capability(request.target.capability)
-    shapes = {s.label: s for s in request.shapes}
-    seen = set()
-    for choice in choices:
-        change = new.get(choice.bucket)
-        if choice.winner is None or change is None or not change[2]:
-            continue
-        acf = (folder / "acf" / change[2]).read_bytes()
-        for label in choice.shapes:
-            ptx = adapter.compile_ptx(change[1], shapes[label], request.target).ptx
-            evidence = {"run_candidate": choice.winner, "shape": label, "validation": choice.per_shape.get(label),
-                        "recheck": choice.recheck.get(label)}
-            seen.add(add_entry(folder, ptx=ptx, arch=arch, ptxas_version=version, acf=acf,
-                               evidence=json.loads(json.dumps(evidence, default=str)))["ptx_sha256"])
-    return len(seen)
