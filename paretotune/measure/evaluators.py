@@ -115,7 +115,7 @@ class GpuEvaluator(_PoolEvaluator):
         measured: list[tuple[TrialRecord, dict[str, Any]]] = []
         # every CPU worker starts now, importing and warming up while the first builds the baseline and the GPU
         # measures it: started after the baseline's build, they were still warming up through the first
-        # generation, and the first generation's records came several times slower than the next ones'
+        # generation
         self.pool.start()
         for event in self.measurer.events(self.pool, candidates):
             if isinstance(event, Built):

@@ -99,7 +99,8 @@ def choose(acfs_dir: Path, key: str, arch: str, ptxas_version: str) -> tuple[Pat
 def _given_acf(args: list[str], acfs_dir: Path, record: dict[str, object]) -> str:
     """Why a build that names its own ACF is left as called: a shipped Helion heuristic's config names one from
     the shipped folder (recorded as applied), or the program chose its own."""
-    given = Path(args[args.index("--apply-controls") + 1]) if args.index("--apply-controls") + 1 < len(args) else None
+    at = args.index("--apply-controls") + 1
+    given = Path(args[at]) if at < len(args) else None
     if given is not None and given.resolve().parent in (acfs_dir.resolve(), (acfs_dir / "acf").resolve()):
         record["acf"] = given.name
         return "applied by the shipped heuristic's config"
