@@ -11,7 +11,8 @@ lazily, never synchronizing, the events reused; on the CPU (the Triton interpret
 with probability 1 / :data:`SAMPLE_EVERY` (a seeded draw, so a program that alternates shapes is not sampled in
 step with them), and scales: a signature's calls are the kernel's calls times its share of the sampled ones,
 its time its timed calls' mean times that. The key is most of what a call costs the program
-(``benchmarks/bench_capture_ablation.py`` measures it; docs/results.md has the figure), so most calls skip it. ``"all"`` samples (keys and times) every call: exact counts.
+(``benchmarks/bench_capture_ablation.py`` measures it; docs/results.md has the figure), so most calls skip it.
+``"all"`` samples (keys and times) every call: exact counts.
 The first call of each signature also clones its tensor arguments to see which ones the call changed (written)
 and, for ``--values``, saves them; that call synchronizes (:mod:`.first_call`). A failure of the recorder's own
 code marks the kernel with the reason and never reaches the program; a call the kernel itself fails is re-raised

@@ -9,7 +9,7 @@
   zero-argument launch *bound to given inputs*.
 
 Why inputs are separate from the build: the same kernel timed on different buffers differs by more than an
-ACF gains (buffer placement; docs/results.md has the figure). So the workers make one timing buffer set per shape and bind
+ACF gains (buffer placement; docs/results.md, "Buffers"). So the workers make one timing buffer set per shape and bind
 the baseline, the control and every candidate to it, while each candidate's correctness check gets its own fresh
 seeded set (:mod:`paretotune.measure.arms`). Output tensors a kernel writes into belong to the input set
 (Triton specs name one with ``output``); a Helion host function allocates its result per call instead. A spec
