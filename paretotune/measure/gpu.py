@@ -43,7 +43,8 @@ class GpuWorker:
     idle): a bad ACF that faults costs a restart, and on a host busy with compiles a fresh process takes
     seconds to be ready, which a second fault soon after the first would wait for in full
     (``stages.gpu_start_s`` records it; docs/results.md has the figure). With ``spares`` of them, that many
-    faults in a row find a ready worker; each taken spare is replaced in the background. An idle spare holds a CUDA context (some hundred MB).
+    faults in a row find a ready worker; each taken spare is replaced in the background. An idle spare holds a
+    CUDA context (some hundred MB).
     """
 
     def __init__(self, request: MeasureRequest, ptxas: Ptxas, timeout_s: float, spares: int = 1) -> None:
