@@ -56,6 +56,13 @@ def one_line(err: str) -> str:
     return lines[0]
 
 
+def refusal(folder: Path, path: Path, **env: str) -> str:
+    """``paretotune run`` of ``path``, which must exit 2 with one line on stderr: that line."""
+    code, _, err, _ = run_cli(folder, path, **env)
+    assert code == 2, (code, err[-3000:])
+    return one_line(err)
+
+
 @pytest.mark.parametrize(("field", "value"), [("inputs", "slow.py:inputs"), ("heuristic", "slow.py")])
 def test_code_that_sleeps_at_import_is_refused_at_the_deadline(tmp_path: Path, field: str, value: str) -> None:
     """A heuristic file is imported on trial too, before anything says whose kernel it is for."""
@@ -73,10 +80,9 @@ def test_code_that_sleeps_at_import_is_refused_at_the_deadline(tmp_path: Path, f
 def test_inputs_that_segfault_at_import_are_one_line(tmp_path: Path) -> None:
     (tmp_path / "crash.py").write_text("import ctypes\nctypes.string_at(0)\n")
     path = campaign(tmp_path, source=SOFTMAX, inputs="crash.py:inputs")
-    code, _, err, _ = run_cli(tmp_path, path)
-    assert code == 2, (code, err[-3000:])
-    assert one_line(err) == (f"paretotune: error: {path}: kernel.inputs: importing {tmp_path / 'crash.py'} ended the "
-                             "process (killed by signal 11; os._exit or a crash at import time)")
+    assert refusal(tmp_path, path) == (f"paretotune: error: {path}: kernel.inputs: importing "
+                                       f"{tmp_path / 'crash.py'} ended the process (killed by signal 11; os._exit "
+                                       "or a crash at import time)")
     assert not (tmp_path / "out").exists()
 
 
@@ -85,32 +91,25 @@ def test_a_wrong_attribute_is_refused_by_the_first_import(tmp_path: Path) -> Non
     log = tmp_path / "imports.log"
     (tmp_path / "kernel.py").write_text(LOGGED + f"from {SOFTMAX.replace(':', ' import ')} as spec\n")
     path = campaign(tmp_path, source="kernel.py:spek")
-    code, _, err, _ = run_cli(tmp_path, path, IMPORTS_LOG=str(log))
-    assert code == 2, (code, err[-3000:])
-    assert one_line(err) == f"paretotune: error: {path}: kernel.source: module 'kernel.py' has no attribute 'spek'"
+    assert refusal(tmp_path, path, IMPORTS_LOG=str(log)) == (f"paretotune: error: {path}: kernel.source: module "
+                                                             "'kernel.py' has no attribute 'spek'")
     assert len(log.read_text().split()) == 1
 
 
 def test_a_heuristic_for_a_triton_kernel_is_refused(tmp_path: Path) -> None:
     """The audit: ``kernel.heuristic: ../../../../etc/passwd`` was accepted and ignored for a Triton kernel."""
     path = campaign(tmp_path, source=SOFTMAX, heuristic="../../../../etc/passwd")
-    code, _, err, _ = run_cli(tmp_path, path)
-    assert code == 2, (code, err[-3000:])
-    assert one_line(err) == (f"paretotune: error: {path}: kernel.heuristic: '../../../../etc/passwd' is not a "
-                             "Python file: an AOT heuristic is a .py file (relative to the campaign)")
+    assert refusal(tmp_path, path) == (f"paretotune: error: {path}: kernel.heuristic: '../../../../etc/passwd' is "
+                                       "not a Python file: an AOT heuristic is a .py file (relative to the campaign)")
     (tmp_path / "heuristic.py").write_text("")
     path = campaign(tmp_path, source=SOFTMAX, heuristic="heuristic.py")
-    code, _, err, _ = run_cli(tmp_path, path)
-    assert code == 2, (code, err[-3000:])
-    assert one_line(err) == (f"paretotune: error: {path}: kernel.heuristic: only a Helion kernel has an AOT "
-                             "heuristic; kernel 'triton_softmax' is a Triton kernel")
+    assert refusal(tmp_path, path) == (f"paretotune: error: {path}: kernel.heuristic: only a Helion kernel has an "
+                                       "AOT heuristic; kernel 'triton_softmax' is a Triton kernel")
     assert not (tmp_path / "out").exists()
 
 
 def test_a_captured_device_is_not_a_regular_file(tmp_path: Path) -> None:
     """The audit: ``kernel.captured: /dev/zero`` was reported as "no such file"."""
     path = campaign(tmp_path, source=SOFTMAX, captured="/dev/zero")
-    code, _, err, _ = run_cli(tmp_path, path)
-    assert code == 2, (code, err[-3000:])
-    assert one_line(err) == (f"paretotune: error: {path}: kernel.captured: /dev/zero: not a regular file "
-                             "(a pipe or device)")
+    assert refusal(tmp_path, path) == (f"paretotune: error: {path}: kernel.captured: /dev/zero: not a regular "
+                                       "file (a pipe or device)")
