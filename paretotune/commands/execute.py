@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from paretotune.ship.shipped_acfs import ShippedEnvironment
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -53,7 +56,7 @@ def main(args: argparse.Namespace) -> int:
     return 128 - code if code < 0 else code  # killed by a signal: the shell's convention (128 + signal number)
 
 
-def _helion_lines(shipped: Any, verbose: bool) -> list[str]:
+def _helion_lines(shipped: ShippedEnvironment, verbose: bool) -> list[str]:
     """Which shipped Helion heuristics the program's Helion looked up first (under --verbose), and always when
     the program's own HELION_HEURISTIC_DIR kept them out."""
     names = ", ".join(p.name for p in shipped.helion_heuristics)
