@@ -70,7 +70,7 @@ def recheck_pair(adapter: KernelAdapter, config: dict[str, Any], reference_confi
     poison(ref)
     expected = clone_tree(ref.launch())
     sync(device)
-    written = written_by(leaves, pristine)
+    written = written_by(leaves, pristine, ref.output)
     after = {i: leaves[i].clone() for i in written}
     if not tensor_leaves(expected) and not written:
         return "the reference build returned no tensor and wrote no argument", False

@@ -165,6 +165,23 @@ def test_the_default_reference_catches_a_different_output_and_unwritten_elements
     assert problem == "NaN in output (128 elements; unwritten or invalid)"
 
 
+def test_an_output_buffer_that_already_holds_the_baselines_answer_is_still_its_output() -> None:
+    """A reused allocation can hold the very values the baseline writes: its write then changes nothing, and a
+    candidate a rounding apart must not read as writing into an argument the baseline only reads."""
+    class Stale(ScaleAdapter):
+        def make_inputs(self, shape: Shape, device: str, seed: int) -> Inputs:
+            inputs = super().make_inputs(shape, device, seed)
+            inputs["y"].copy_(inputs["x"] * 2.0)
+            return inputs
+
+    adapter = Stale(with_reference=False)
+    near = {"scale": 2.000001, "bias": 0.0, "num_warps": 8}
+    assert check_candidate(adapter, near, SHAPES[0], None, "cpu", seed=5) is None
+    far = check_candidate(adapter, {**near, "scale": 2.1}, SHAPES[0], None, "cpu", seed=5)
+    assert far is not None and far.startswith("wrong answer: ")
+    assert open_shape(adapter, SHAPES[0], "cpu", 5, "events", fixed_timer(adapter)).written == [1]
+
+
 def test_validate_times_baseline_control_and_candidates_on_the_same_buffers() -> None:
     adapter = ScaleAdapter(with_reference=False)
     cands = [{"candidate_id": 4, "config": {"scale": 2.0, "bias": 0.0, "num_warps": 8}, "acf_path": "/acfs/a.acf"},

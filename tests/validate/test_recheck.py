@@ -91,6 +91,25 @@ def test_a_winner_without_an_acf_is_checked_against_the_baseline_build() -> None
     assert not result["bit_identical"]
 
 
+class StaleBufferAdapter(AcfAdapter):
+    """The output buffer arrives holding the reference's answer already (an allocation reused from an earlier
+    draw of the same seed: the inputs' scaling scales it too, so it matches at every factor). CI met this once
+    (8 of 9 checks passed): the reference's write then changes nothing and looked like no write at all."""
+
+    def make_inputs(self, shape: Shape, device: str, seed: int) -> Inputs:
+        inputs = super().make_inputs(shape, device, seed)
+        inputs["y"].copy_(inputs["x"] * 2.0)
+        return inputs
+
+
+def test_an_output_buffer_already_holding_the_answer_is_still_the_reference_builds_output() -> None:
+    result = recheck_job(StaleBufferAdapter(), SHAPE, job("/acfs/ulp.acf"), "cpu", recheck_seeds(0), SCALES)
+    assert result["passed"] == result["run"] == 3 * len(SCALES), result["failures"]
+    assert not result["bit_identical"]
+    wrong = recheck_job(StaleBufferAdapter(), SHAPE, job("/acfs/big.acf"), "cpu", recheck_seeds(0), SCALES)
+    assert wrong["passed"] == 3 * (len(SCALES) - 1) and all("wrong answer" in f for f in wrong["failures"])
+
+
 def jobs(*kinds: str) -> list[dict[str, Any]]:
     return [{"candidate_id": i, "shape": "s", "do": kind} for i, kind in enumerate(kinds)]
 
