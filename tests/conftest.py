@@ -5,6 +5,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from paretotune.toolchain.ciq_space import checkout_copy
 
@@ -15,6 +16,11 @@ _SHARED_SPACES = checkout_copy()
 if "CIQ_SEARCH_SPACES_DIR" not in os.environ and _SHARED_SPACES is not None:
     os.environ["CIQ_SEARCH_SPACES_DIR"] = str(_SHARED_SPACES)
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+
+# no per-example time limit for property tests: CI's two cores are shared with process pools and Ray, and a
+# pause there is not a failure of the property (every @settings in the tests says the same)
+settings.register_profile("paretotune", deadline=None)
+settings.load_profile("paretotune")
 
 
 def _has_gpu() -> bool:
