@@ -426,6 +426,9 @@ def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any
             "host_ms": (data.get("host_ms") or {}).get(str(int(row["candidate_id"]))),
             "p_holm": float(row["p_holm"]), "significant": bool(row["significant"]),
             "ci": [float(row["ci_low"]), float(row["ci_high"])]}
+    ceiling = data.get("ceiling") or {}
+    for figures in timed.values():  # achieved bandwidth, and its fraction of a copy of the same bytes
+        figures.update(bandwidth(ceiling, figures["median_ms"]))
     for arm in arms:
         for reached in arm["best_by"].values():
             reached["retimed"] = timed.get(reached["id"])
@@ -442,9 +445,18 @@ def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any
                 reached["acf_share"] = share.speedup
     return {"errors": {str(k): v for k, v in data["errors"].items()}, "baseline_median_ms": _median(samples["baseline"]),
             "timing": data.get("timing"), "timing_source": data.get("timing_source"),
-            "baseline_host_ms": (data.get("host_ms") or {}).get("baseline"),
-            "control": timed.get(CONTROL_ID), "candidates": [{**e, **(timed.get(e["candidate_id"]) or {})}
+            "baseline_host_ms": (data.get("host_ms") or {}).get("baseline"), "ceiling": ceiling,
+            "baseline_bandwidth": bandwidth(ceiling, _median(samples["baseline"])), "control": timed.get(CONTROL_ID), "candidates": [{**e, **(timed.get(e["candidate_id"]) or {})}
                                                              for e in entries]}
+
+
+def bandwidth(ceiling: dict[str, Any], ms: float) -> dict[str, float | None]:
+    """{"gbps": bytes of the kernel's tensors / ``ms``, "of_copy": the copy's time / ``ms``} (None where the
+    re-timing measured no bytes or no copy: see its ``ceiling.why_not``)."""
+    from paretotune.measure.ceiling import gbps
+
+    nbytes, copy_ms = ceiling.get("bytes"), ceiling.get("copy_ms")
+    return {"gbps": gbps(nbytes, ms) if nbytes else None, "of_copy": copy_ms / ms if copy_ms else None}
 
 
 def winners(arms: list[dict[str, Any]], budgets: list[float]) -> dict[str, str]:
@@ -489,8 +501,11 @@ def write_table(out: Path, result: dict[str, Any], budgets: list[float]) -> list
     for kname, k in result["kernels"].items():
         if k.get("error"):  # skipped, or failed outside any one arm
             rows.append({"kernel": kname, "tool": "-", "error": k["error"][:300]})
+        ceiling = (k.get("retime") or {}).get("ceiling") or {}
         for arm in k.get("arms", []):
             row = {"kernel": kname, "tool": arm["tool"], "error": arm.get("error", ""),
+                   "tensor_bytes": ceiling.get("bytes"), "copy_ceiling_ms": ceiling.get("copy_ms"),
+                   "copy_ceiling_gbps": ceiling.get("copy_gbps"),
                    "candidates": arm.get("candidates", arm.get("configs_tested")),
                    "gpu_busy_fraction": arm.get("gpu_busy_fraction"),
                    "gpu_build_s_per_candidate": arm.get("gpu_build_s_per_candidate"),
@@ -505,6 +520,8 @@ def write_table(out: Path, result: dict[str, Any], budgets: list[float]) -> list
                 row[f"acf_share_by_{b:g}s"] = reached.get("acf_share")
                 row[f"search_vs_retime_pct_by_{b:g}s"] = reached.get("search_vs_retime_pct")
                 row[f"host_ms_by_{b:g}s"] = timed.get("host_ms")
+                row[f"gbps_by_{b:g}s"] = timed.get("gbps")
+                row[f"of_copy_ceiling_by_{b:g}s"] = timed.get("of_copy")
             rows.append(row)
     if rows:
         with open(out / "ttq.csv", "w", newline="") as fh:

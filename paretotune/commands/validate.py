@@ -62,7 +62,7 @@ def main(args: argparse.Namespace) -> int:
         print(verdicts_json(result.verdicts, args.run_dir, result.controls))
         return 0
     print(f"{SPEEDUP_TEXT}\n")
-    print(render(result.verdicts, result.controls, result.best_no_acf))
+    print(render(result.verdicts, result.controls, result.best_no_acf, result.ceilings))
     if result.unreliable:
         for shape, reason in result.unreliable.items():
             print(f"UNRELIABLE {shape}: {reason}; no artifacts written")
@@ -86,10 +86,13 @@ def recheck_line(recheck: dict[str, Any], run_dir: Path) -> str:
             f"bit-identical to their twin); {run_dir / 'recheck.json'}" + "".join(f"\n  FAILED {b}" for b in bad))
 
 
-def render(verdicts: pd.DataFrame, controls: dict[str, Any], best_no_acf: dict[str, dict[str, Any]]) -> str:
-    """The verdict table, then per shape the noise floor and the three-ratio attribution."""
+def render(verdicts: pd.DataFrame, controls: dict[str, Any], best_no_acf: dict[str, dict[str, Any]],
+           ceilings: dict[str, dict[str, Any]] | None = None) -> str:
+    """The verdict table, then per shape the noise floor, the three-ratio attribution and the copy ceiling."""
+    from paretotune.validate.ceilings import ceiling_line
+
     cols = ["shape", "candidate_id", "role", "speedup", "ci_low", "ci_high", "cohens_d", "p_holm", "significant",
-            "failed"]
+            "of_copy", "failed"]
     lines = [verdicts[[c for c in cols if c in verdicts.columns]].to_string(index=False)]
     for shape, control in controls.items():
         lines += ["", f"shape {shape}:"]
@@ -108,7 +111,17 @@ def render(verdicts: pd.DataFrame, controls: dict[str, Any], best_no_acf: dict[s
             config = " ".join(f"{k}={v}" for k, v in best["config"].items())
             lines.append(f"  best no-ACF config in the search: candidate {best['candidate_id']} ({config}), "
                          f"{best['column']} {_x(best['speedup'])} vs baseline (search record)")
+        if ceilings and shape in ceilings:
+            lines.append("  " + ceiling_line(ceilings[shape], _closest_to_copy(rows)))
     return "\n".join(lines)
+
+
+def _closest_to_copy(rows: pd.DataFrame) -> tuple[int, float] | None:
+    """(candidate id, fraction of the copy ceiling) of the shape's candidate nearest the ceiling, if measured."""
+    if "of_copy" not in rows or not rows["of_copy"].notna().any():
+        return None
+    best = rows.loc[rows["of_copy"].idxmax()]
+    return int(best["candidate_id"]), float(best["of_copy"])
 
 
 def attribution_line(r: pd.Series) -> str:

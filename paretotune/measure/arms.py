@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from paretotune.measure.ceiling import tensor_bytes
 from paretotune.measure.cupti import ClockUnavailable
 from paretotune.measure.timing import (Timer, Timing, TimingMethod,
                                         TimingSetting, check_output, choose_method)
@@ -193,6 +194,7 @@ class ShapeArms:
     pristine: list[Any] = field(default_factory=list)
     method_source: str = ""
     authors_method: TimingMethod | None = None
+    nbytes: int = 0  # of the baseline's arguments and outputs (:func:`paretotune.measure.ceiling.tensor_bytes`)
 
     def bind(self, config: dict[str, Any], acf: Path | None, waiting: Callable[[], None] = lambda: None) -> Prepared:
         """Another arm (control or candidate) on this shape's timing buffers, launched once (built, warm);
@@ -233,12 +235,14 @@ def open_shape(adapter: KernelAdapter, shape: Shape, device: str, seed: int, set
     leaves = writable_leaves(inputs)
     before = [leaf.clone() for leaf in leaves]
     baseline = adapter.prepare(adapter.default_config(shape), shape, None, inputs)
-    baseline.launch()
+    returned = baseline.launch()
     sync(device)
     written = written_by(leaves, before, baseline.output)
     pristine = [before[i] for i in written]
     del before
-    arms = ShapeArms(adapter, shape, device, inputs, baseline, "cupti", written, pristine)
+    arms = ShapeArms(adapter, shape, device, inputs, baseline, "cupti", written, pristine,
+                     nbytes=tensor_bytes(inputs, returned))
+    del returned
     arms.method, arms.method_source = choose_clock(arms, setting, timer)
     authors = authors_timing(adapter)
     arms.authors_method = authors if authors is not None and authors != arms.method else None

@@ -15,7 +15,7 @@ import multiprocessing
 import shutil
 from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import pandas as pd
 
 from paretotune.errors import UserError
 from paretotune.records import baseline_phrase
+from paretotune.validate.ceilings import add_bandwidth
 from paretotune.validate.worker import CONTROL_ID, validate_in_process
 from paretotune.front import open_run
 from paretotune.store.run_dir import RunDir
@@ -79,6 +80,7 @@ class Validation:
     best_no_acf: dict[str, dict[str, Any]]  # shape -> best no-ACF record of the search
     artifacts: list[Path] = field(default_factory=list)
     recheck: dict[str, Any] | None = None  # recheck.json: each winner-shape re-checked against its twin, or None
+    ceilings: dict[str, dict[str, Any]] = field(default_factory=dict)  # shape -> copy ceiling, baseline beside it
 
     @property
     def unreliable(self) -> dict[str, str]:
@@ -175,6 +177,7 @@ def validate_run(run_dir: Path, *, candidates: list[int] | None, top: int, round
     bound = MAX_CONTROL_BIAS if max_control_bias is None else max_control_bias
     verdicts, controls = judge_measured(measured, twin_of, twin_ids, alpha=alpha, min_effect=min_effect,
                                         max_control_bias=bound)
+    ceilings = add_bandwidth(verdicts, measured)
     acf_of = {c["candidate_id"]: Path(c["acf_path"]).stem if c["acf_path"] else "" for c in chosen}
     verdicts["acf"] = [acf_of.get(int(c), "") for c in verdicts["candidate_id"]]  # "": compiler defaults
     best = best_without_acf(results, run.objective_columns())
@@ -183,14 +186,14 @@ def validate_run(run_dir: Path, *, candidates: list[int] | None, top: int, round
     (run.path / "validation.json").write_text(json.dumps({
         "rounds": rounds, "rep_ms": rep_ms, "warmup_ms": warmup_ms, "alpha": alpha, "min_effect": min_effect,
         "max_control_bias": bound,
-        "controls": controls, "twin_of": {str(k): v for k, v in twin_of.items()}, "best_no_acf": best,
+        "controls": controls, "ceilings": ceilings, "twin_of": {str(k): v for k, v in twin_of.items()},
+        "best_no_acf": best,
         "verdicts": json.loads(verdicts.to_json(orient="records")), "samples": measured}, indent=1, default=str))
     checked = recheck_winners(run, verdicts, chosen, measure, recheck)
-    result = Validation(verdicts=verdicts, controls=controls, best_no_acf=best, recheck=checked)
+    result = Validation(verdicts=verdicts, controls=controls, best_no_acf=best, recheck=checked, ceilings=ceilings)
     if result.unreliable:  # a control that differs voids every verdict: pin nothing
         return result
-    return Validation(verdicts=verdicts, controls=controls, best_no_acf=best,
-                      artifacts=write_artifacts(run, verdicts, chosen), recheck=checked)
+    return replace(result, artifacts=write_artifacts(run, verdicts, chosen))
 
 
 def recheck_jobs(verdicts: pd.DataFrame, chosen: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -82,7 +82,9 @@ def synthetic(control_ms: float) -> Any:
         for arm in arms:
             mean = 0.245 if arm["acf_path"] else 0.250
             samples[str(arm["candidate_id"])] = list(rng.normal(mean, 0.0006, rounds))
-        return {"wide": {"samples": samples, "errors": {}}}
+        copy_ms = 0.2  # a device copy of the kernel's 64 MiB: 0.2 ms (336 GB/s)
+        ceiling = {"bytes": 64 * 2**20, "copy_ms": copy_ms, "copy_gbps": 64 * 2**20 / (copy_ms * 1e-3) / 1e9}
+        return {"wide": {"samples": samples, "errors": {}, "ceiling": ceiling}}
     return measure
 
 
@@ -101,8 +103,14 @@ def test_validate_attributes_and_pins_the_share(twin_run: Path, tmp_path: Path) 
     assert (cands["speedup"] - cands["config_speedup"] * cands["acf_speedup"]).abs().max() < 1e-9
     saved = json.loads((copy / "validation.json").read_text())
     assert saved["controls"]["wide"]["reliable"] and saved["best_no_acf"]["wide"]["candidate_id"] >= 0
-    text = render(result.verdicts, result.controls, result.best_no_acf)
+    text = render(result.verdicts, result.controls, result.best_no_acf, result.ceilings)
     assert "noise floor" in text and "ACF-only 1.02" in text and "config-only 1.2" in text
+    # the copy ceiling: each arm's bandwidth and its fraction of a copy of the same bytes, the baseline's beside
+    assert list(cands["of_copy"]) == pytest.approx([0.2 / 0.245] * len(cands), rel=0.01)
+    assert list(cands["gbps"]) == pytest.approx([64 * 2**20 / 0.245e-3 / 1e9] * len(cands), rel=0.01)
+    assert saved["ceilings"]["wide"]["baseline_of_copy"] == pytest.approx(0.2 / 0.300, rel=0.01)
+    assert re.search(r"memory: 64\.0 MiB of tensors; a device copy of them 200\.00 us \(0\.34 TB/s\); baseline "
+                     r"0\.22 TB/s, 67 % of the copy; nearest candidate \d+ at 8\d %", text), text
     pins = sorted((copy / "artifacts").glob("*_pin.py"))
     assert pins and all("over the same config without it" in p.read_text() or "ACF: none" in p.read_text()
                         for p in pins)

@@ -1,0 +1,57 @@
+"""The time-to-quality table (benchmarks/bench_time_to_quality.py) keeps the columns issue 42 reads: each tool's
+re-timed speedup by each budget, and beside it the winner's achieved bandwidth and its fraction of the copy
+ceiling the re-timing measured (bytes of the kernel's tensors, a device copy of as many, one clock)."""
+from __future__ import annotations
+
+import csv
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture()
+def ttq(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))  # as `python benchmarks/bench_time_to_quality.py` finds common.py
+    spec = importlib.util.spec_from_file_location("bench_time_to_quality", BENCHMARKS / "bench_time_to_quality.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def arm(tool: str, ms_by: dict[str, float], speedup_by: dict[str, float], of_copy_by: dict[str, float]) -> dict:
+    return {"tool": tool, "timeline": [[30.0, min(ms_by.values()), 1]],
+            "best_by": {b: {"retimed": {"speedup": speedup_by[b], "significant": True, "median_ms": ms_by[b],
+                                        "gbps": 64 * 2**20 / (ms_by[b] * 1e-3) / 1e9, "of_copy": of_copy_by[b]},
+                            "acf_share": 1.0} for b in ms_by}}
+
+
+def test_the_table_has_each_budgets_speedup_bandwidth_and_fraction_of_the_copy(ttq: ModuleType,
+                                                                              tmp_path: Path) -> None:
+    ceiling = {"bytes": 64 * 2**20, "copy_ms": 0.01696, "copy_gbps": 3957.0}
+    result = {"kernels": {"pretuned_rms_norm": {
+        "retime": {"ceiling": ceiling},
+        "arms": [arm("paretotune-default", {"60": 0.0170, "120": 0.0168}, {"60": 1.11, "120": 1.13},
+                     {"60": 0.998, "120": 1.01}),
+                 arm("helion", {"60": 0.0190, "120": 0.0172}, {"60": 0.99, "120": 1.10}, {"60": 0.89, "120": 0.986})]}}}
+    rows = ttq.write_table(tmp_path, result, [60.0, 120.0])
+    assert len(rows) == 2
+    with open(tmp_path / "ttq.csv", newline="") as fh:
+        table = list(csv.DictReader(fh))
+    for column in ("kernel", "tool", "retimed_speedup_by_60s", "retimed_speedup_by_120s", "gbps_by_60s",
+                   "of_copy_ceiling_by_120s", "tensor_bytes", "copy_ceiling_ms", "copy_ceiling_gbps"):
+        assert column in table[0], column
+    ours = next(r for r in table if r["tool"] == "paretotune-default")
+    assert float(ours["retimed_speedup_by_60s"]) == 1.11 and float(ours["of_copy_ceiling_by_60s"]) == 0.998
+    assert float(ours["copy_ceiling_ms"]) == 0.01696 and int(ours["tensor_bytes"]) == 64 * 2**20
+
+
+def test_bandwidth_follows_the_bytes_and_the_copy(ttq: ModuleType) -> None:
+    figures = ttq.bandwidth({"bytes": 64 * 2**20, "copy_ms": 0.01696}, 0.0166)
+    assert figures["gbps"] == pytest.approx(4042.6, rel=1e-3) and figures["of_copy"] == pytest.approx(1.0217, 1e-3)
+    assert ttq.bandwidth({"bytes": 0, "copy_ms": None, "why_not": "no tensors"}, 0.02) == {"gbps": None,
+                                                                                            "of_copy": None}
