@@ -111,6 +111,21 @@ def test_validate_arms_share_cuda_buffers_and_checks_do_not() -> None:
     assert cands[0]["config"] in checked and cands[1]["config"] in checked  # both checked before any timing
 
 
+def test_validation_measures_the_copy_ceiling_of_a_memory_bound_kernel() -> None:
+    """``y = x * scale`` over 64 MiB each way is memory-bound: the copy of its 128 MiB, timed in the same rounds by
+    the same clock, runs at a bandwidth under the H200's nominal 4.8 TB/s, and the kernel comes near it."""
+    adapter = _scale(reference=True)
+    n = 1 << 24
+    shape = Shape("n", {"N": n})
+    result = validate_shape(adapter, shape, [], rounds=5, seed=0, device=DEVICE, setting="auto",
+                            timer=gpu_timer(2, 10), rng=random.Random(0))
+    ceiling = result["ceiling"]
+    assert ceiling["bytes"] == 2 * 4 * n and ceiling["copy_ms"] is not None, ceiling
+    assert 1000 < ceiling["copy_gbps"] < 4800, ceiling
+    baseline_ms = sorted(result["samples"]["baseline"])[2]
+    assert 0.5 < ceiling["copy_ms"] / baseline_ms < 1.2, (ceiling, baseline_ms)
+
+
 def test_default_reference_is_the_baseline_output_on_cuda() -> None:
     adapter = _scale(reference=False)
     shape = Shape("n", {"N": 1 << 20})
