@@ -213,7 +213,7 @@ def _validation(data: ReportData, plots: dict[str, str]) -> str:
         parts.append(plots["validation"])
     parts += _attribution(table)
     wanted = ["shape", "candidate_id", "role", "n", "speedup", "ci_low", "ci_high", "cohens_d", "p_value",
-              "p_holm", "noise_floor", "verdict", "failed"]
+              "p_holm", "noise_floor", "gbps", "of_copy", "verdict", "failed"]
     columns = [c for c in wanted if c in table.columns]
     rows = []
     for _, r in table.iterrows():
@@ -229,7 +229,9 @@ def _validation(data: ReportData, plots: dict[str, str]) -> str:
             else:
                 cells.append(fmt(value))
         rows.append(cells)
-    headers = ["reasons" if c == "failed" else c for c in columns]  # why not significant, or the error
+    # why not significant, or the error; the bandwidth and the fraction of a device copy of the same bytes
+    renamed = {"failed": "reasons", "gbps": "GB/s", "of_copy": "of copy"}
+    headers = [renamed.get(c, c) for c in columns]
     parts.append(html_table(headers, rows, text_columns={"shape", "role", "verdict", "reasons"}))
     return section("validation", "Validation", parts)
 

@@ -116,7 +116,7 @@ def test_validate_attributes_and_pins_the_share(twin_run: Path, tmp_path: Path) 
                         for p in pins)
     assert re.search(r"# ACF: \+2\.\d % over the same config without it", pins[0].read_text())
     page = render_html(load_report_data(copy))
-    assert "Attribution" in page and "config-only" in page
+    assert "Attribution" in page and "config-only" in page and "<th>of copy</th>" in page
     front = load_report_data(copy).front
     with_acf = front[front["acf"].astype(bool)]
     assert with_acf["acf share"].str.fullmatch(r"\d\.\d{3}x \w+").all(), with_acf["acf share"]
