@@ -24,7 +24,7 @@ def ttq(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 
 
 def arm(tool: str, ms_by: dict[str, float], speedup_by: dict[str, float], of_copy_by: dict[str, float]) -> dict:
-    return {"tool": tool, "timeline": [[30.0, min(ms_by.values()), 1]],
+    return {"tool": tool, "timeline": [[30.0, min(ms_by.values()), 1]], "budgets": list(ms_by),
             "best_by": {b: {"retimed": {"speedup": speedup_by[b], "significant": True, "median_ms": ms_by[b],
                                         "gbps": 64 * 2**20 / (ms_by[b] * 1e-3) / 1e9, "of_copy": of_copy_by[b]},
                             "acf_share": 1.0} for b in ms_by}}
@@ -47,6 +47,8 @@ def test_the_table_has_each_budgets_speedup_bandwidth_and_fraction_of_the_copy(t
         assert column in table[0], column
     ours = next(r for r in table if r["tool"] == "paretotune-default")
     assert float(ours["retimed_speedup_by_60s"]) == 1.11 and float(ours["of_copy_ceiling_by_60s"]) == 0.998
+    helion = next(r for r in table if r["tool"] == "helion")
+    assert float(ours["score_by_60s"]) == 1.11 and float(helion["score_by_60s"]) == 0.99  # its regression ships
     assert float(ours["copy_ceiling_ms"]) == 0.01696 and int(ours["tensor_bytes"]) == 64 * 2**20
 
 
@@ -55,3 +57,36 @@ def test_bandwidth_follows_the_bytes_and_the_copy(ttq: ModuleType) -> None:
     assert figures["gbps"] == pytest.approx(4042.6, rel=1e-3) and figures["of_copy"] == pytest.approx(1.0217, 1e-3)
     assert ttq.bandwidth({"bytes": 0, "copy_ms": None, "why_not": "no tensors"}, 0.02) == {"gbps": None,
                                                                                             "of_copy": None}
+
+
+def timed(speedup: float, significant: bool = True) -> dict:
+    return {"retimed": {"speedup": speedup, "significant": significant, "ci": [speedup - 0.01, speedup + 0.01]}}
+
+
+def test_scores_are_what_each_tools_user_ships(ttq: ModuleType) -> None:
+    assert ttq.score("paretotune-default", timed(1.08)) == 1.08
+    assert ttq.score("paretotune-default", timed(1.004, significant=False)) == 1.0  # validation keeps the baseline
+    assert ttq.score("paretotune-default", timed(0.97)) == 1.0  # never ships a slower kernel
+    assert ttq.score("helion-autotune-full", timed(0.863)) == 0.863  # its pick ships, regression and all
+    assert ttq.score("helion-autotune-full", {"is_baseline": True}) == 1.0  # nothing faster than its start
+    assert ttq.score("helion-autotune-full", None) == 1.0  # reached nothing by then: the user keeps the baseline
+    assert ttq.score("helion-autotune-full", {"id": 3}) is None  # reached, not re-timed: no score
+
+
+def kernel(ours: float, theirs: float, budgets: tuple[str, ...] = ("60", "120")) -> dict:
+    return {"arms": [{"tool": "paretotune-default", "budgets": list(budgets),
+                      "best_by": {b: timed(ours) for b in budgets}},
+                     {"tool": "helion-autotune-full", "budgets": list(budgets),
+                      "best_by": {b: timed(theirs) for b in budgets}}]}
+
+
+def test_the_summary_counts_kernels_where_paretotune_is_at_least_helion(ttq: ModuleType) -> None:
+    kernels = {f"k{i}": kernel(1.05, 1.02) for i in range(7)}
+    kernels |= {"k7": kernel(1.0, 0.86), "k8": kernel(1.01, 1.09), "k9": kernel(1.02, 1.04, ("60", "120", "300"))}
+    result = ttq.summary({"kernels": kernels}, [60.0, 120.0, 300.0])
+    assert result["60"]["kernels"] == 10 and result["60"]["paretotune_at_least_helion"] == 8 and result["60"]["met"]
+    assert result["300"]["kernels"] == 1 and not result["300"]["met"]  # the one kernel run at 300 s: Helion ahead
+    kernels["k6"] = kernel(1.0, 1.03)
+    assert not ttq.summary({"kernels": kernels}, [60.0])["60"]["met"]  # 7 of 10
+    assert ttq.summary({"kernels": kernels}, [60.0])["ceiling"] == {"kernel": "pretuned_rms_norm", "budget_s": "60",
+                                                                    "of_copy": None, "need": 0.97, "met": False}
