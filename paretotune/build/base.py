@@ -148,10 +148,11 @@ class Evaluator(Protocol):
 
 
 class BuildPool(Protocol):
-    """The CPU stage: ``job(candidate)`` (the static job) on each candidate, in worker processes or actors.
-    ``job`` may be replaced between candidates (the ptxas limit follows the baseline)."""
+    """The CPU stage: ``job(candidate)`` (the static job) on each candidate, in worker processes or actors, each
+    cut after ``timeout_s``. Both may be replaced between candidates (the limits follow the baseline's build)."""
 
     job: Callable[[Candidate], TrialRecord]
+    timeout_s: float
 
     @property
     def accepts_feed(self) -> bool: ...

@@ -11,11 +11,17 @@ from dataclasses import replace
 from typing import Any
 
 from paretotune.build.base import BuildPool, Built, Feed, Measurer, Session
-from paretotune.build.static_job import job_after_baseline
+from paretotune.build.static_job import build_limit_s, job_after_baseline
 from paretotune.measure.requests import MeasureRequest
 from paretotune.objectives.base import Objective, ShapeMeasurement
 from paretotune.records import Candidate, TrialRecord
 from paretotune.store.run_dir import RunDir
+
+
+def follow_baseline(pool: BuildPool, baseline: TrialRecord, evaluation: Any, n_shapes: int) -> None:
+    """Search candidates' limits from the baseline's build: ptxas's (the job) and the whole build's (the pool)."""
+    pool.job = job_after_baseline(baseline, evaluation)
+    pool.timeout_s = build_limit_s(baseline, evaluation, n_shapes)
 
 
 class _PoolEvaluator:
@@ -49,7 +55,7 @@ class StaticEvaluator(_PoolEvaluator):
     measures_on_gpu = False
 
     def __init__(self, request: MeasureRequest, pool: BuildPool, session: Session | None = None) -> None:
-        self.evaluation = request.evaluation
+        self.evaluation, self.n_shapes = request.evaluation, len(request.shapes)
         self.pool, self.session = pool, session
 
     @property
@@ -67,8 +73,8 @@ class StaticEvaluator(_PoolEvaluator):
     def stream(self, candidates: Sequence[Candidate] | Feed) -> Iterator[TrialRecord]:
         """Records as each candidate finishes, so the loop stores each one at once (a crash loses none)."""
         for rec in self.pool.run(candidates):
-            if rec.is_baseline:  # search candidates' ptxas limit follows the baseline's ptxas time
-                self.pool.job = job_after_baseline(rec, self.evaluation)
+            if rec.is_baseline:  # search candidates' build and ptxas limits follow the baseline's
+                follow_baseline(self.pool, rec, self.evaluation, self.n_shapes)
             yield rec
 
     def close(self) -> None:
@@ -120,8 +126,8 @@ class GpuEvaluator(_PoolEvaluator):
         for event in self.measurer.events(self.pool, candidates):
             if isinstance(event, Built):
                 rec = event.record
-                if rec.is_baseline:  # search candidates' ptxas limit follows the baseline's ptxas time
-                    self.pool.job = job_after_baseline(rec, self.request.evaluation)
+                if rec.is_baseline:  # search candidates' build and ptxas limits follow the baseline's
+                    follow_baseline(self.pool, rec, self.request.evaluation, len(self.request.shapes))
                 if rec.status != "ok":
                     yield rec
                 else:

@@ -18,7 +18,7 @@ from paretotune.build.pool import WorkerPool, worker_context
 from paretotune.cluster.build_pool import RayBuildPool
 from paretotune.cluster.measurer import RayGpuMeasurer, check_device, gpu_actor_count
 from paretotune.cluster.session import connect_ray, import_ray
-from paretotune.build.static_job import WorkerContext, init_worker, job_after_baseline
+from paretotune.build.static_job import WorkerContext, build_limit_s, init_worker, job_after_baseline
 from paretotune.objectives.base import Objective
 from paretotune.store.run_dir import RunDir
 from paretotune.toolchain.ptxas import Ptxas
@@ -45,7 +45,7 @@ def evaluator_for(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Seq
                         compile_timeout_s=ev.compile_timeout_s, kernel_vetted=vetted)
     baseline = run.baseline()  # a resumed run has its baseline: the ptxas and measurement limits follow it
     job = job_after_baseline(baseline, ev)
-    timeout_s = ev.compile_timeout_s * len(campaign.shapes) + 30.0
+    timeout_s = build_limit_s(baseline, ev, len(campaign.shapes))
     request = measure_request(campaign)
     if local:
         pool = WorkerPool(job, init_worker, (ctx,), ev.workers, timeout_s, nice=COMPILE_NICE if measures else 0,

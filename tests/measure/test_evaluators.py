@@ -44,10 +44,10 @@ def _cand(i: int) -> Candidate:
                      is_baseline=i == 0)
 
 
-def _built(i: int) -> TrialRecord:
+def _built(i: int, compile_s: float = 0.0) -> TrialRecord:
     c = _cand(i)
     return TrialRecord(candidate_id=i, generation=c.generation, config=c.config, acf=None, is_baseline=c.is_baseline,
-                       status="ok", stages={"ptxas_s": 0.5})
+                       status="ok", stages={"ptxas_s": 0.5}, compile_s=compile_s)
 
 
 def _per_shape(ms: float) -> dict[str, Any]:
@@ -59,7 +59,7 @@ class FakePool:
     accepts_feed = True
 
     def __init__(self, records: list[TrialRecord]) -> None:
-        self.records, self.job, self.starts = records, "first job", 0
+        self.records, self.job, self.starts, self.timeout_s = records, "first job", 0, 999.0
 
     def run(self, candidates: Sequence[Candidate] | Feed) -> Iterator[TrialRecord]:
         self.starts_before_run = self.starts
@@ -99,7 +99,7 @@ class FakeMeasurer:
 
 def test_builds_then_measurements_in_one_flow(tmp_path: Path) -> None:
     campaign = _campaign(tmp_path, "[runtime]")
-    pool = FakePool([_built(0), failed_record(_cand(1), "ptxas exited 1"), _built(2), _built(3)])
+    pool = FakePool([_built(0, compile_s=1.5), failed_record(_cand(1), "ptxas exited 1"), _built(2), _built(3)])
     measurer = FakeMeasurer({0: ("ok", _per_shape(2.0)), 2: ("ok", _per_shape(1.5)),
                              3: ("failed", "GPU worker died (exit code -11)")}, {})
     ev = GpuEvaluator(measure_request(campaign), RunDir(tmp_path / "run"), make_objectives(campaign), pool, measurer)
@@ -107,6 +107,8 @@ def test_builds_then_measurements_in_one_flow(tmp_path: Path) -> None:
     out = list(ev.stream([_cand(i) for i in range(4)]))
     assert [r.candidate_id for r in out] == [0, 1, 2, 3]  # each as soon as it is final
     assert pool.job != "first job"  # the baseline set the search candidates' job
+    # and their whole build's limit: 30x its 1.5 s build, plus the ptxas limit (30x 0.5 s), plus 5 s
+    assert pool.timeout_s == 45.0 + 15.0 + 5.0
     assert pool.starts == pool.starts_before_run == 1  # all workers started before the baseline's build
     assert out[1].status == "failed" and out[1].error == "ptxas exited 1" and out[1].measure_s == 0.0
     assert out[0].values == {"runtime": 2.0} and out[2].values == {"runtime": 1.5}

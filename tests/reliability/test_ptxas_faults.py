@@ -96,7 +96,7 @@ def test_hang_is_cut_at_the_limit_scaled_from_the_baseline(tmp_path: Path, real_
     """compile_timeout_s is only the ceiling: after the baseline, search candidates get
     compile_timeout_vs_baseline times its ptxas seconds (here 1x, floored at 2 s)."""
     from paretotune.campaign.schema import EvaluationSpec
-    from paretotune.build.static_job import scaled_ptxas_timeout
+    from paretotune.build.static_job import build_limit_s, scaled_ptxas_timeout
 
     exe, state = write_standin(tmp_path, real_ptxas, ["hang"])
     settings = {"compile_timeout_s": 120, "compile_timeout_vs_baseline": 1, "compile_timeout_min_s": 2}
@@ -125,5 +125,6 @@ def test_hang_is_cut_at_the_limit_scaled_from_the_baseline(tmp_path: Path, real_
     try:
         assert isinstance(resumed, StaticEvaluator)
         assert resumed.pool.job.keywords == {"ptxas_timeout_s": limit}
+        assert resumed.pool.timeout_s == build_limit_s(RunDir(out).baseline(), EvaluationSpec(**settings), 1)
     finally:
         resumed.close()

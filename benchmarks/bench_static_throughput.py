@@ -1,0 +1,85 @@
+"""Candidates a campaign stores in its wall clock, one paretotune source tree against another, interleaved run by
+run, each run with an empty Triton cache (a cached build takes no time, so a second run of the same configs
+would measure the cache, not the builds).
+
+    python benchmarks/bench_static_throughput.py --campaign benchmarks/inputs/layer_norm_static.yaml \\
+        --tree before=/tmp/old --tree after=. --runs 2 --out benchmarks/results/static_throughput_devbox.json
+
+Each tree is put first on ``PYTHONPATH`` and runs ``python -m paretotune.cli run CAMPAIGN``; per run, the
+candidates stored, how many built, why the others failed, and the search's seconds are recorded with the
+machine, its load and the date. A CPU-only static campaign needs no GPU: this runs on any machine.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from common import cpu_model, cpu_topology, load_average, run_meta, stored_records
+
+
+def _git_head(tree: Path) -> str | None:
+    done = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or None
+
+
+def one_run(tree: Path, campaign: Path, work: Path) -> dict[str, Any]:
+    """One CLI run of ``campaign`` with ``tree``'s paretotune and a Triton cache of its own."""
+    out, cache = work / "run", work / "triton-cache"
+    env = {**os.environ, "PYTHONPATH": str(tree), "TRITON_CACHE_DIR": str(cache)}
+    done = subprocess.run([sys.executable, "-m", "paretotune.cli", "run", str(campaign), "--out", str(out),
+                           "--quiet"], cwd=tree, env=env, capture_output=True, text=True)
+    if not (out / "results.jsonl").exists():
+        return {"exit_code": done.returncode, "error": done.stderr[-500:]}
+    records = [r for r in stored_records(out) if not r.is_baseline]
+    timing = (run_meta(out).get("timing") or [{}])[-1]
+    return {"exit_code": done.returncode, "candidates": len(records),
+            "built": sum(r.status == "ok" for r in records),
+            "failures": dict(collections.Counter(r.error[:40] for r in records if r.status != "ok")),
+            "search_s": (timing.get("phases_s") or {}).get("search")}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--campaign", type=Path, required=True, help="a static campaign file")
+    parser.add_argument("--tree", action="append", required=True, metavar="LABEL=PATH",
+                        help="a paretotune source tree (the folder holding paretotune/)")
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    trees = {label: Path(path).resolve() for label, _, path in (t.partition("=") for t in args.tree)}
+    campaign = args.campaign.resolve()
+    runs: dict[str, list[dict[str, Any]]] = {label: [] for label in trees}
+    loads = [load_average()]
+    for _ in range(args.runs):
+        for label, tree in trees.items():
+            with tempfile.TemporaryDirectory() as work:
+                runs[label].append(one_run(tree, campaign, Path(work)))
+                print(label, runs[label][-1], flush=True)
+    loads.append(load_average())
+    result = {
+        "what": "candidates stored and built in one run of the campaign, per tree, interleaved; empty Triton cache",
+        "command": " ".join([sys.executable, *sys.argv]),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "campaign": campaign.read_text(),
+        "machine": {"cpu": cpu_model(), **cpu_topology(), "python": platform.python_version(),
+                    "load_average_before_after": loads},
+        "trees": {label: {"path": str(tree), "commit": _git_head(tree)} for label, tree in trees.items()},
+        "runs": runs,
+    }
+    if args.out:
+        old = json.loads(args.out.read_text()) if args.out.is_file() else []
+        args.out.write_text(json.dumps([*old, result], indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
