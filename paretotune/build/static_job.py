@@ -141,13 +141,13 @@ OLD_POOL_GRACE_S = 30.0  # the limit before the baseline (or with compile_timeou
 
 def build_limit_s(baseline: TrialRecord | None, evaluation: Any, n_shapes: int) -> float:
     """The build pool's limit on one search candidate's whole build (every shape, in its worker): per shape,
-    Triton's compile scaled from the baseline's build as the ptxas limit is (``compile_timeout_vs_baseline`` times
-    it, within [``compile_timeout_min_s``, ``compile_timeout_s``]), plus twice the ptxas limit (a build that ends
+    ``build_timeout_vs_baseline`` times the baseline's build (within [``compile_timeout_min_s``,
+    ``compile_timeout_s``], as the ptxas limit), plus twice the ptxas limit (a build that ends
     in a ptxas cut reports it itself, and such builds ran past one limit). Triton's front end runs in the worker
     and only a kill ends it, and some configs make it take minutes where the baseline takes a second: each held
     a worker, and the search round waiting for it, for ``compile_timeout_s`` + 30 s (docs/results.md has both
     figures). Without a baseline figure or with a factor of 0: that old limit."""
-    factor = evaluation.compile_timeout_vs_baseline
+    factor = evaluation.build_timeout_vs_baseline
     if baseline is None or baseline.status != "ok" or not factor or baseline.compile_s <= 0:
         return evaluation.compile_timeout_s * n_shapes + OLD_POOL_GRACE_S
     front = scaled_limit(factor, baseline.compile_s / n_shapes, evaluation.compile_timeout_min_s,

@@ -264,10 +264,12 @@ class EvaluationSpec(_Strict):
     workers: StrictInt = Field(default=2, ge=1, le=256)
     compile_timeout_s: float = duration(60.0, DAY_S)
     # A search candidate's ptxas is cut off at this multiple of the baseline's ptxas time, never sooner than
-    # compile_timeout_min_s nor later than compile_timeout_s (0: always compile_timeout_s); its whole build
-    # likewise from the baseline's build (build/static_job.build_limit_s). A generation waits for its slowest
-    # compile, and some sampled ACFs make ptxas hang.
+    # compile_timeout_min_s nor later than compile_timeout_s (0: always compile_timeout_s). A generation waits
+    # for its slowest compile, and some sampled ACFs make ptxas hang.
     compile_timeout_vs_baseline: float = ratio(30.0)
+    # Its whole build (Triton's compile, which only a kill ends, and ptxas) at this multiple of the baseline's
+    # build, within the same bounds, plus twice its ptxas limit (build/static_job.build_limit_s; 0: the old limit)
+    build_timeout_vs_baseline: float = ratio(10.0)
     compile_timeout_min_s: float = duration(10.0, DAY_S)
     measure_timeout_s: float = duration(60.0, DAY_S)
     # A search candidate's GPU measurement is cut off, per shape, at this multiple of the baseline's measurement

@@ -135,15 +135,15 @@ def test_scaled_ptxas_timeout(ptxas_s: float | None, factor: float, expected: fl
 
 
 @pytest.mark.parametrize(("compile_s", "ptxas_s", "shapes", "factor", "expected"), [
-    (0.08, 0.07, 1, 30, 10.0 + 2 * 10.0 + 5.0),   # a baseline found in Triton's cache: both floors
-    (1.0, 0.06, 1, 30, 30.0 + 2 * 10.0 + 5.0),    # the front end at 30x its 1 s (layer_norm's here)
-    (6.0, 0.5, 2, 30, 2 * (60.0 + 2 * 15.0) + 5.0),  # per shape, never over compile_timeout_s
-    (1.0, 0.06, 1, 0, 60.0 + 30.0),           # 0 turns scaling off: the campaign's limit, as before
-    (0.0, None, 2, 30, 2 * 60.0 + 30.0),      # no baseline build figure (a failed baseline): as before
+    (0.08, 0.07, 1, 10, 10.0 + 2 * 10.0 + 5.0),   # a baseline found in Triton's cache: both floors
+    (1.4, 0.06, 1, 10, 14.0 + 2 * 10.0 + 5.0),    # 10x its 1.4 s build (the slowest layer_norm baseline here)
+    (12.0, 0.5, 2, 10, 2 * (60.0 + 2 * 15.0) + 5.0),  # per shape, never over compile_timeout_s
+    (1.0, 0.06, 1, 0, 60.0 + 30.0),               # 0 turns scaling off: the campaign's limit, as before
+    (0.0, None, 2, 10, 2 * 60.0 + 30.0),          # no baseline build figure (a failed baseline): as before
 ])
 def test_the_whole_build_is_cut_at_a_limit_scaled_from_the_baseline(
         compile_s: float, ptxas_s: float | None, shapes: int, factor: float, expected: float) -> None:
-    evaluation = EvaluationSpec(compile_timeout_s=60, compile_timeout_vs_baseline=factor)
+    evaluation = EvaluationSpec(compile_timeout_s=60, build_timeout_vs_baseline=factor)  # ptxas: 30x (default)
     baseline = TrialRecord(candidate_id=0, generation=0, config={}, acf=None, is_baseline=True,
                            status="ok" if ptxas_s else "failed", stages={"ptxas_s": ptxas_s} if ptxas_s else {},
                            compile_s=compile_s)

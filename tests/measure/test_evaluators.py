@@ -107,8 +107,8 @@ def test_builds_then_measurements_in_one_flow(tmp_path: Path) -> None:
     out = list(ev.stream([_cand(i) for i in range(4)]))
     assert [r.candidate_id for r in out] == [0, 1, 2, 3]  # each as soon as it is final
     assert pool.job != "first job"  # the baseline set the search candidates' job
-    # and their whole build's limit: 30x its 1.5 s build, plus twice the ptxas limit (30x 0.5 s), plus 5 s
-    assert pool.timeout_s == 45.0 + 2 * 15.0 + 5.0
+    # and their whole build's limit: 10x its 1.5 s build, plus twice the ptxas limit (30x 0.5 s), plus 5 s
+    assert pool.timeout_s == 15.0 + 2 * 15.0 + 5.0
     assert pool.starts == pool.starts_before_run == 1  # all workers started before the baseline's build
     assert out[1].status == "failed" and out[1].error == "ptxas exited 1" and out[1].measure_s == 0.0
     assert out[0].values == {"runtime": 2.0} and out[2].values == {"runtime": 1.5}
