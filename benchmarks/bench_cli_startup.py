@@ -22,16 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import cpu_model, cpu_topology, load_average
+from common import append_result, cpu_model, cpu_topology, load_average, tree_record, trees_of
 
 BAD_CAMPAIGN = "name: x\nkernel: {source: 'k.py:k'}\nbogus: 1\n"
 COMMANDS = {"--help": ["--help"], "front --help": ["front", "--help"], "run --help": ["run", "--help"],
             "run bad.yaml": ["run", "{bad}"]}
 
-
-def _git_head(tree: Path) -> str | None:
-    done = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return done.stdout.strip() or None
 
 
 def main() -> int:
@@ -41,7 +37,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    trees = {label: Path(path).resolve() for label, _, path in (t.partition("=") for t in args.tree)}
+    trees = trees_of(args.tree)
     work = Path(tempfile.mkdtemp())
     bad = work / "bad.yaml"
     bad.write_text(BAD_CAMPAIGN)
@@ -65,7 +61,7 @@ def main() -> int:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": {"cpu": cpu_model(), **cpu_topology(), "python": platform.python_version(),
                     "load_average_before_after": loads},
-        "trees": {label: {"path": str(tree), "commit": _git_head(tree)} for label, tree in trees.items()},
+        "trees": tree_record(trees),
         "runs": args.runs,
         "commands": {name: {label: {"exit_code": codes[name][label],
                                     "median_s": round(statistics.median(ts[1:]), 3),
@@ -74,9 +70,7 @@ def main() -> int:
     }
     text = json.dumps(result, indent=1)
     print(text)
-    if args.out:
-        old = json.loads(args.out.read_text()) if args.out.is_file() else []
-        args.out.write_text(json.dumps([*old, result], indent=1) + "\n")
+    append_result(args.out, result)
     return 0
 
 

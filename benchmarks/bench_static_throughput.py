@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import collections
 import datetime
-import json
 import os
 import platform
 import subprocess
@@ -23,12 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from common import cpu_model, cpu_topology, load_average, run_meta, stored_records
-
-
-def _git_head(tree: Path) -> str | None:
-    done = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return done.stdout.strip() or None
+from common import (append_result, cpu_model, cpu_topology, load_average, run_meta, stored_records, tree_record,
+                    trees_of)
 
 
 def one_run(tree: Path, campaign: Path, work: Path) -> dict[str, Any]:
@@ -55,7 +50,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    trees = {label: Path(path).resolve() for label, _, path in (t.partition("=") for t in args.tree)}
+    trees = trees_of(args.tree)
     campaign = args.campaign.resolve()
     runs: dict[str, list[dict[str, Any]]] = {label: [] for label in trees}
     loads = [load_average()]
@@ -72,12 +67,10 @@ def main() -> int:
         "campaign": campaign.read_text(),
         "machine": {"cpu": cpu_model(), **cpu_topology(), "python": platform.python_version(),
                     "load_average_before_after": loads},
-        "trees": {label: {"path": str(tree), "commit": _git_head(tree)} for label, tree in trees.items()},
+        "trees": tree_record(trees),
         "runs": runs,
     }
-    if args.out:
-        old = json.loads(args.out.read_text()) if args.out.is_file() else []
-        args.out.write_text(json.dumps([*old, result], indent=1) + "\n")
+    append_result(args.out, result)
     return 0
 
 

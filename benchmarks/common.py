@@ -30,6 +30,28 @@ FAULT = re.compile(r"fault|illegal|CUDA error|worker died|crash|signal|core dump
 
 
 # -- the machine and the versions a figure was taken with ----------------------------------------------------
+def trees_of(specs: list[str]) -> dict[str, Path]:
+    """``LABEL=PATH`` arguments (paretotune source trees compared by a benchmark) as label -> resolved path."""
+    return {label: Path(path).resolve() for label, _, path in (t.partition("=") for t in specs)}
+
+
+def tree_record(trees: dict[str, Path]) -> dict[str, dict[str, str | None]]:
+    """Each tree's path and its git HEAD (short), for the result file."""
+    def head(tree: Path) -> str | None:
+        done = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True)
+        return done.stdout.strip() or None
+
+    return {label: {"path": str(tree), "commit": head(tree)} for label, tree in trees.items()}
+
+
+def append_result(out: Path | None, result: dict[str, Any]) -> None:
+    """Add ``result`` to the JSON list in ``out`` (made if missing): results files accumulate dated entries."""
+    if out:
+        old = json.loads(out.read_text()) if out.is_file() else []
+        out.write_text(json.dumps([*old, result], indent=1) + "\n")
+
+
 def load_average() -> list[float] | None:
     """1/5/15-minute load: a busy machine explains a slow figure."""
     try:
