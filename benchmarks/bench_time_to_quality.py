@@ -59,6 +59,7 @@ from typing import Any
 
 from common import run_meta, run_with_watchdog, stored_records
 from common import cpu_model, cpu_topology, load_average
+from paretotune.measure.ceiling import bandwidth  # validate's own rule; the module imports no torch
 ROOT = Path(__file__).resolve().parents[1]
 ACF_DIR = ROOT / "benchmarks" / "inputs" / "ttq_acfs"
 WORKLOADS = ROOT / ".workloads" / "helion-pretuned-sm90"  # git-ignored; ../shared/workloads/README.md makes it
@@ -447,17 +448,9 @@ def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any
     return {"errors": {str(k): v for k, v in data["errors"].items()}, "baseline_median_ms": _median(samples["baseline"]),
             "timing": data.get("timing"), "timing_source": data.get("timing_source"),
             "baseline_host_ms": (data.get("host_ms") or {}).get("baseline"), "ceiling": ceiling,
-            "baseline_bandwidth": bandwidth(ceiling, _median(samples["baseline"])), "control": timed.get(CONTROL_ID), "candidates": [{**e, **(timed.get(e["candidate_id"]) or {})}
+            "baseline_bandwidth": bandwidth(ceiling, _median(samples["baseline"])),
+            "control": timed.get(CONTROL_ID), "candidates": [{**e, **(timed.get(e["candidate_id"]) or {})}
                                                              for e in entries]}
-
-
-def bandwidth(ceiling: dict[str, Any], ms: float) -> dict[str, float | None]:
-    """{"gbps": bytes of the kernel's tensors / ``ms``, "of_copy": the copy's time / ``ms``} (None where the
-    re-timing measured no bytes or no copy: see its ``ceiling.why_not``)."""
-    from paretotune.measure.ceiling import gbps
-
-    nbytes, copy_ms = ceiling.get("bytes"), ceiling.get("copy_ms")
-    return {"gbps": gbps(nbytes, ms) if nbytes else None, "of_copy": copy_ms / ms if copy_ms else None}
 
 
 def score(tool: str, reached: dict[str, Any] | None) -> float | None:

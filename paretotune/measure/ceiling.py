@@ -9,7 +9,7 @@ once. A kernel that reads a tensor many times (a matmul) is not memory-bound, an
 small."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from paretotune.kernels.base import Prepared
@@ -41,23 +41,18 @@ def copy_arm(nbytes: int, device: str) -> Prepared:
                     inputs={"src": src, "dst": dst}, output=dst)
 
 
-@dataclass(frozen=True)
-class Ceiling:
-    """One shape's copy figure: ``bytes`` moved in ``copy_ms`` (the median of its per-round medians)."""
+def ceiling_record(nbytes: int, copy_ms: float) -> dict[str, Any]:
+    """A shape's copy ceiling as validation stores it: ``nbytes`` moved in ``copy_ms`` (the median of the
+    copy's per-round medians), and the bandwidth that is."""
+    return {"bytes": nbytes, "copy_ms": copy_ms, "copy_gbps": gbps(nbytes, copy_ms)}
 
-    bytes: int
-    copy_ms: float
 
-    @property
-    def copy_gbps(self) -> float:
-        return gbps(self.bytes, self.copy_ms)
-
-    def of_copy(self, ms: float) -> float:
-        """The fraction of the ceiling a kernel of ``ms`` per call reaches (1.0: as fast as the copy)."""
-        return self.copy_ms / ms
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"bytes": self.bytes, "copy_ms": self.copy_ms, "copy_gbps": self.copy_gbps}
+def bandwidth(ceiling: Mapping[str, Any], ms: float) -> dict[str, float | None]:
+    """A call of ``ms`` against its shape's ceiling record: ``gbps`` (the kernel's bytes over ``ms``) and
+    ``of_copy`` (the copy's time over ``ms``; 1.0: as fast as the copy). None where the record has no bytes or
+    no copy time (its ``why_not`` says why)."""
+    nbytes, copy_ms = ceiling.get("bytes"), ceiling.get("copy_ms")
+    return {"gbps": gbps(nbytes, ms) if nbytes else None, "of_copy": copy_ms / ms if copy_ms else None}
 
 
 def gbps(nbytes: int, ms: float) -> float:

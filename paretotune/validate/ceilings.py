@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from paretotune.measure.ceiling import Ceiling, gbps
+from paretotune.measure.ceiling import bandwidth
 
 BANDWIDTH_COLUMNS = ["gbps", "of_copy"]  # GB/s from the kernel's bytes; copy time / the arm's time (1.0: at it)
 
@@ -22,20 +22,19 @@ def add_bandwidth(table: pd.DataFrame, measured: dict[str, Any]) -> dict[str, di
     summary: dict[str, dict[str, Any]] = {}
     for shape, data in measured.items():
         found = data.get("ceiling") or {}
-        nbytes, copy_ms = int(found.get("bytes") or 0), found.get("copy_ms")
         medians = {k: statistics.median(v) for k, v in data["samples"].items() if v}
-        if not nbytes or "baseline" not in medians:
+        if not found.get("bytes") or "baseline" not in medians:
             summary[shape] = {**found, "why_not": found.get("why_not") or "not measured"}
             continue
-        ceiling = Ceiling(nbytes, float(copy_ms)) if copy_ms else None
         for i in table.index[table["shape"] == shape]:
             ms = medians.get(str(int(table.at[i, "candidate_id"])))
             if ms:
-                table.at[i, "gbps"] = gbps(nbytes, ms)
-                table.at[i, "of_copy"] = ceiling.of_copy(ms) if ceiling else math.nan
-        base = medians["baseline"]
-        summary[shape] = {**found, "baseline_ms": base, "baseline_gbps": gbps(nbytes, base),
-                          "baseline_of_copy": ceiling.of_copy(base) if ceiling else None}
+                figures = bandwidth(found, ms)
+                table.loc[i, BANDWIDTH_COLUMNS] = [figures[c] if figures[c] is not None else math.nan
+                                                   for c in BANDWIDTH_COLUMNS]
+        base = bandwidth(found, medians["baseline"])
+        summary[shape] = {**found, "baseline_ms": medians["baseline"], "baseline_gbps": base["gbps"],
+                          "baseline_of_copy": base["of_copy"]}
     return summary
 
 
@@ -48,7 +47,8 @@ def ceiling_line(found: dict[str, Any], best: tuple[int, float] | None) -> str:
     text = (f"memory: {nbytes / 2**20:.1f} MiB of tensors; a device copy of them {found['copy_ms'] * 1e3:.2f} us "
             f"({found['copy_gbps'] / 1e3:.2f} TB/s)")
     if found.get("baseline_of_copy"):
-        text += (f"; baseline {found['baseline_gbps'] / 1e3:.2f} TB/s, {found['baseline_of_copy'] * 100:.0f} % of the copy")
+        text += (f"; baseline {found['baseline_gbps'] / 1e3:.2f} TB/s, "
+                 f"{found['baseline_of_copy'] * 100:.0f} % of the copy")
     if best is not None:
         text += f"; nearest candidate {best[0]} at {best[1] * 100:.0f} %"
     return text

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from paretotune.measure.arms import arms_notes, check_candidate, open_shape, sync
-from paretotune.measure.ceiling import Ceiling, copy_arm
+from paretotune.measure.ceiling import ceiling_record, copy_arm
 from paretotune.measure.timing import HOST, Timer, TimingSetting, gpu_timer
 from paretotune.kernels.base import KernelAdapter, Prepared
 from paretotune.records import Shape
@@ -100,7 +100,7 @@ def validate_shape(adapter: KernelAdapter, shape: Shape, candidates: list[dict[s
             samples[key].append((shared.time(arms[key], timer) if not own_buffers else
                                  timer(arms[key].launch, shared.method)).median_ms)
     host = {str(key): shared.time(arm, timer, HOST).median_ms for key, arm in arms.items()}  # apart from the clock
-    ceiling = (Ceiling(shared.nbytes, statistics.median(copied)).as_dict() if copied else
+    ceiling = (ceiling_record(shared.nbytes, statistics.median(copied)) if copied else
                {"bytes": shared.nbytes, "copy_ms": None, "why_not": why_no_copy})
     return {"samples": {str(k): v for k, v in samples.items()}, "errors": {str(k): v for k, v in errors.items()},
             "timing": shared.method, "buffers": "own" if own_buffers else "shared", "host_ms": host,
