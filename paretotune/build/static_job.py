@@ -136,7 +136,7 @@ def scaled_ptxas_timeout(baseline: TrialRecord, evaluation: Any) -> float:
 
 
 POOL_GRACE_S = 5.0  # beyond a candidate's own limits: its worker reports a ptxas cut itself, before the pool's
-OLD_POOL_GRACE_S = 30.0  # the limit before the baseline (or with compile_timeout_vs_baseline 0): per shape + this
+UNSCALED_GRACE_S = 30.0  # the limit before the baseline (or with build_timeout_vs_baseline 0): per shape + this
 
 
 def build_limit_s(baseline: TrialRecord | None, evaluation: Any, n_shapes: int) -> float:
@@ -149,7 +149,7 @@ def build_limit_s(baseline: TrialRecord | None, evaluation: Any, n_shapes: int) 
     figures). Without a baseline figure or with a factor of 0: that old limit."""
     factor = evaluation.build_timeout_vs_baseline
     if baseline is None or baseline.status != "ok" or not factor or baseline.compile_s <= 0:
-        return evaluation.compile_timeout_s * n_shapes + OLD_POOL_GRACE_S
+        return evaluation.compile_timeout_s * n_shapes + UNSCALED_GRACE_S
     front = scaled_limit(factor, baseline.compile_s / n_shapes, evaluation.compile_timeout_min_s,
                          evaluation.compile_timeout_s)
     return n_shapes * (front + 2 * scaled_ptxas_timeout(baseline, evaluation)) + POOL_GRACE_S

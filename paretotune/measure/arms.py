@@ -287,7 +287,8 @@ def _graphs_or_events(arms: ShapeArms, timer: Timer, why: str) -> tuple[TimingMe
 
 def capture_failed(exc: BaseException) -> bool:
     """Did a CUDA graph capture fail (the call synchronised with the host, or launched what graphs cannot hold)?
-    Helion's low_mem_dropout example: "operation failed due to a previous error during capture". Capture errors invalidate the capture, not the CUDA context, so events can time the shape."""
+    Helion's low_mem_dropout example: "operation failed due to a previous error during capture". Capture errors
+    invalidate the capture, not the CUDA context, so events can time the shape."""
     text = f"{type(exc).__name__}: {exc}".lower()
     return "capture" in text or "capturing" in text
 

@@ -18,10 +18,10 @@ from paretotune.records import Candidate, TrialRecord
 from paretotune.store.run_dir import RunDir
 
 
-def follow_baseline(pool: BuildPool, baseline: TrialRecord, evaluation: Any, n_shapes: int) -> None:
+def follow_baseline(pool: BuildPool, baseline: TrialRecord, request: MeasureRequest) -> None:
     """Search candidates' limits from the baseline's build: ptxas's (the job) and the whole build's (the pool)."""
-    pool.job = job_after_baseline(baseline, evaluation)
-    pool.timeout_s = build_limit_s(baseline, evaluation, n_shapes)
+    pool.job = job_after_baseline(baseline, request.evaluation)
+    pool.timeout_s = build_limit_s(baseline, request.evaluation, len(request.shapes))
 
 
 class _PoolEvaluator:
@@ -55,8 +55,7 @@ class StaticEvaluator(_PoolEvaluator):
     measures_on_gpu = False
 
     def __init__(self, request: MeasureRequest, pool: BuildPool, session: Session | None = None) -> None:
-        self.evaluation, self.n_shapes = request.evaluation, len(request.shapes)
-        self.pool, self.session = pool, session
+        self.request, self.pool, self.session = request, pool, session
 
     @property
     def accepts_feed(self) -> bool:
@@ -74,7 +73,7 @@ class StaticEvaluator(_PoolEvaluator):
         """Records as each candidate finishes, so the loop stores each one at once (a crash loses none)."""
         for rec in self.pool.run(candidates):
             if rec.is_baseline:  # search candidates' build and ptxas limits follow the baseline's
-                follow_baseline(self.pool, rec, self.evaluation, self.n_shapes)
+                follow_baseline(self.pool, rec, self.request)
             yield rec
 
     def close(self) -> None:
@@ -127,7 +126,7 @@ class GpuEvaluator(_PoolEvaluator):
             if isinstance(event, Built):
                 rec = event.record
                 if rec.is_baseline:  # search candidates' build and ptxas limits follow the baseline's
-                    follow_baseline(self.pool, rec, self.request.evaluation, len(self.request.shapes))
+                    follow_baseline(self.pool, rec, self.request)
                 if rec.status != "ok":
                     yield rec
                 else:
