@@ -90,3 +90,13 @@ def test_the_summary_counts_kernels_where_paretotune_is_at_least_helion(ttq: Mod
     assert not ttq.summary({"kernels": kernels}, [60.0])["60"]["met"]  # 7 of 10
     assert ttq.summary({"kernels": kernels}, [60.0])["ceiling"] == {"kernel": "pretuned_rms_norm", "budget_s": "60",
                                                                     "of_copy": None, "need": 0.97, "met": False}
+
+
+def test_pretuned_all_is_the_ten_workload_kernels_each_at_its_own_file(ttq: ModuleType) -> None:
+    known = ttq.kernels()
+    assert len(ttq.PRETUNED_TEN) == 10 and all(f"pretuned_{k}" in known for k in ttq.PRETUNED_TEN)
+    assert "rope_fwd" not in ttq.PRETUNED_TEN and "pretuned_rope_fwd" in known  # run by name only
+    rope = known["pretuned_rope_fwd"]
+    assert rope["kernel"]["source"] == str(ttq.WORKLOADS / "rope" / "rope.py") + ":rope_fwd"
+    assert rope["helion"] == (str(ttq.WORKLOADS / "rope" / "rope.py"), "rope_fwd")
+    assert known["pretuned_layer_norm"]["helion"] == (str(ttq.WORKLOADS / "layer_norm" / "layer_norm.py"), "layer_norm")
