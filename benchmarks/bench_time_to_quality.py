@@ -30,18 +30,31 @@ runtime vs wall seconds) and each run directory. One command:
     python benchmarks/bench_time_to_quality.py --out benchmarks/results/ttq-h200        # ~10 min (see plan)
     python benchmarks/bench_time_to_quality.py --out /tmp/ttq-smoke --smoke             # ~1-2 min
 
-Issue 29's runs. ``--check`` first, on any machine (no GPU: every arm's campaign, kernel, engine and first batch).
-At 60/120 s one pretuned kernel fits a 10-minute call (two arms of 120 s, the re-timing: ~5 min); every call
-with the same ``--out`` adds its kernel to ``OUT/ttq.json``:
+Issue 42's table (ten pretuned kernels at 60 and 120 s, two of them at 300 s). ``--check`` first, on any
+machine (no GPU: every arm's campaign, kernel, engine and first batch; with ``--gpus``, the jobs and when they
+would end). On one GPU, one pretuned kernel at 60/120 s fits a 10-minute call (two arms of 120 s, the
+re-timing: ~5 min); every call with the same ``--out`` adds its kernel to ``OUT/ttq.json``:
 
     python benchmarks/bench_time_to_quality.py --check --kernels pretuned_all --budgets 60,120 --out /tmp/ttq-check
-    python benchmarks/bench_time_to_quality.py --out benchmarks/results/ttq29 --kernels pretuned_rms_norm --budgets 60,120
+    python benchmarks/bench_time_to_quality.py --out benchmarks/results/ttq42 --kernels pretuned_rms_norm --budgets 60,120
 
-A 300 s budget does not fit one call: its arms in two calls (``--retime skip``), then ``--retime only``:
+A 300 s budget does not fit one call on one GPU: its arms in two calls (``--retime skip``), then ``--retime only``:
 
-    python benchmarks/bench_time_to_quality.py --out benchmarks/results/ttq29-300 --kernels pretuned_rms_norm --budgets 60,120,300 --helion-effort none --retime skip
-    python benchmarks/bench_time_to_quality.py --out benchmarks/results/ttq29-300 --kernels pretuned_rms_norm --budgets 60,120,300 --strategies none --retime skip
-    python benchmarks/bench_time_to_quality.py --out benchmarks/results/ttq29-300 --kernels pretuned_rms_norm --budgets 60,120,300 --retime only
+    python benchmarks/bench_time_to_quality.py --out R --kernels pretuned_rms_norm --budgets 60,120,300 --helion-effort none --retime skip
+    python benchmarks/bench_time_to_quality.py --out R --kernels pretuned_rms_norm --budgets 60,120,300 --strategies none --retime skip
+    python benchmarks/bench_time_to_quality.py --out R --kernels pretuned_rms_norm --budgets 60,120,300 --retime only
+
+On a host with several GPUs, ``--gpus`` runs one kernel's job per GPU side by side, each child seeing only its
+GPU and pinned to that GPU's share of the host's cores (an H200 host has 16 per GPU, so each job builds on as
+many cores as on a one-GPU host; Helion's precompile pool is sized to the share too). Each job writes
+``OUT/parts/<job>/``; at the end every part under OUT (earlier calls' too) is merged into ``OUT/ttq.json``.
+``--split-arms`` runs a kernel's paretotune arm and Helion's arm on two GPUs at once and then re-times both on
+one, so a 300 s kernel fits one call. Two commands may share OUT on different GPUs; ``--merge`` then writes the
+one table. On an 8-GPU host the whole table is two calls (the 300 s runs give their kernels' 60 and 120 s
+figures too; about 300 s and 360 s by the estimates):
+
+    python benchmarks/bench_time_to_quality.py --out R --gpus 8 --budgets 60,120 --kernels pretuned_softmax,pretuned_vector_add,pretuned_cross_entropy,pretuned_silu_mul_fp8,pretuned_dynamic_per_token_scaled_fp8_quant,pretuned_rms_norm_dynamic_per_token_quant,pretuned_rms_norm_per_block_quant,pretuned_scaled_mm
+    python benchmarks/bench_time_to_quality.py --out R --gpus 4 --split-arms --budgets 60,120,300 --kernels pretuned_rms_norm,pretuned_layer_norm
 """
 from __future__ import annotations
 
@@ -57,7 +70,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from common import run_meta, run_with_watchdog, stored_records
+from common import GpuJob, GpuSlot, gpu_slots, host_gpus, run_meta, run_on_gpus, run_with_watchdog, stored_records
 from common import cpu_model, cpu_topology, load_average
 from paretotune.measure.ceiling import bandwidth  # validate's own rule; the module imports no torch
 ROOT = Path(__file__).resolve().parents[1]
@@ -473,13 +486,15 @@ def score(tool: str, reached: dict[str, Any] | None) -> float | None:
     return timed["speedup"]
 
 
-SCORE_TARGETS = {"60": 8, "120": 8}  # kernels (of ten) where paretotune's score is at least Helion's, per budget
+SCORE_TARGETS = {"60": 8, "120": 8}  # kernels (of ten) where paretotune's score is at least Helion's, per budget;
+LONG_RUN_KERNELS = 2  # at any other budget (300 s): every kernel run there, and at least this many
 CEILING_TARGET = ("pretuned_rms_norm", "60", 0.97)  # within 3 % of the copy ceiling by 60 s
 
 
 def summary(result: dict[str, Any], budgets: list[float]) -> dict[str, Any]:
     """Per budget: on how many kernels paretotune's score (``paretotune-default``) is at least Helion's, against
-    issue 42's targets (8 of 10 at 60 and 120 s; every kernel run at 300 s), and the rms_norm ceiling target."""
+    issue 42's targets (8 of 10 at 60 and 120 s; at 300 s every kernel run there, two at least), and the rms_norm
+    ceiling target."""
     out: dict[str, Any] = {}
     for budget in (f"{b:g}" for b in budgets):
         pairs = {}
@@ -491,9 +506,9 @@ def summary(result: dict[str, Any], budgets: list[float]) -> dict[str, Any]:
             if ours is not None and theirs is not None:
                 pairs[kname] = {"paretotune": ours, "helion": theirs}
         ahead = sorted(k for k, p in pairs.items() if p["paretotune"] >= p["helion"])
-        need = SCORE_TARGETS.get(budget, len(pairs))
+        need = SCORE_TARGETS.get(budget) or max(LONG_RUN_KERNELS, len(pairs))
         out[budget] = {"kernels": len(pairs), "paretotune_at_least_helion": len(ahead), "need": need,
-                       "met": len(pairs) >= need and len(ahead) >= need, "scores": pairs}
+                       "met": bool(pairs) and len(pairs) >= need and len(ahead) >= need, "scores": pairs}
     kname, budget, fraction = CEILING_TARGET
     reached = next((a.get("best_by", {}).get(budget) for a in result["kernels"].get(kname, {}).get("arms", [])
                     if a["tool"] == "paretotune-default"), None)
@@ -634,8 +649,20 @@ def main() -> None:
                         help=f"paretotune arms, comma list of {', '.join(STRATEGIES)} (default: paretotune's default)")
     parser.add_argument("--helion-effort", default="full",
                         help="Helion arms' autotune_effort, comma list of quick/full (one Helion arm each)")
-    parser.add_argument("--helion-acfs", choices=("compileiq", "shipped"), default="compileiq",
-                        help=f"Helion's ACF list: {HELION_ACFS} CompileIQ samples drawn now, or benchmarks/inputs/ttq_acfs")
+    parser.add_argument("--helion-acfs", type=acf_choice, default="compileiq",
+                        help=f"Helion's ACF list: {HELION_ACFS} CompileIQ samples drawn now ('compileiq'), "
+                             "benchmarks/inputs/ttq_acfs ('shipped'), or the .acf files of a folder")
+    parser.add_argument("--gpus", type=gpu_list, default=None,
+                        help="spread the kernels over GPUs of this host: a count N (GPUs 0..N-1) or a comma list of "
+                             "indices; one job per GPU at a time, each on that GPU's share of the host's cores; "
+                             "OUT/parts/<job>/, then every part merged into OUT/ttq.json")
+    parser.add_argument("--split-arms", action="store_true",
+                        help="with --gpus: a kernel's paretotune arms and its other tool's arm on two GPUs side by "
+                             "side, then its re-timing on one (a 300 s budget's kernel in one call)")
+    parser.add_argument("--merge", action="store_true",
+                        help="no runs: merge OUT/parts/ into OUT/ttq.json, write the table and the plot")
+    parser.add_argument("--arms-from", default="",
+                        help="comma list of earlier OUT folders whose arms join this one's before it runs")
     parser.add_argument("--workers", type=int, default=8, help="paretotune's CPU build workers")
     parser.add_argument("--rounds", type=int, default=15, help="re-timing rounds of the winners")
     parser.add_argument("--smoke", action="store_true", help="1 kernel, joint + Helion, one 45 s budget")
@@ -646,6 +673,10 @@ def main() -> None:
                         help="no GPU: write each paretotune arm's campaign, load it, resolve the kernel (its space, "
                              "baseline, which engine runs), draw the ACF list, print the plan; then stop")
     args = parser.parse_args()
+    if args.merge:
+        result = merge_parts(args.out)
+        report(args.out, result, result["budgets_s"])
+        return
     known = kernels()
     names = {"all": list(known), PRETUNED_ALL: [f"pretuned_{k}" for k in PRETUNED_TEN]}.get(
         args.kernels, args.kernels.split(","))
@@ -674,11 +705,15 @@ def main() -> None:
           f"({args.rounds} rounds); estimate {estimate / 60:.1f} min", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     helion_arms = bool(efforts) and any(known[k]["other"] == "helion" for k in names)
-    acfs = [] if not (helion_arms or args.check) else (
-        compileiq_acfs(args.out / f"helion_acfs_{time.strftime('%H%M%S')}", HELION_ACFS)
-        if args.helion_acfs == "compileiq" else sorted(str(p) for p in ACF_DIR.glob("*.acf")))
+    acfs = [] if not (helion_arms or args.check) else helion_acf_list(args.out, args.helion_acfs)
     if args.check:
         check(args.out, names, known, strategies, longest, args.workers, acfs)
+    if args.gpus is not None:
+        other_s = len(efforts) * (longest + AFTER_BUDGET_S)  # a Triton kernel's: TRITON_ARM_S (the larger)
+        arms = [len(strategies) * (longest + AFTER_BUDGET_S), max(other_s, TRITON_ARM_S)]
+        fan_out(args, names, [kernel_estimate(k) for k in names], arms, acfs)
+        return
+    if args.check:
         return
     import torch
 
@@ -694,6 +729,8 @@ def main() -> None:
         result["calls"] = [*previous.get("calls", [{k: previous.get(k) for k in ("command", "date", "versions")}]),
                            {k: result[k] for k in ("command", "date", "versions")}]
         result["kernels"] = previous.get("kernels", {})
+    for folder in filter(None, args.arms_from.split(",")):  # arms run on other GPUs, re-timed here
+        fold_arms(result, json.loads((Path(folder) / "ttq.json").read_text()))
     began = time.time()
     for kname in names:
         spec = known[kname]
@@ -702,6 +739,7 @@ def main() -> None:
         result["kernels"][kname] = entry
 
         def add(arm: dict[str, Any]) -> None:  # an arm run again in a later call replaces the earlier one
+            arm["cuda_visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")  # which GPU, under --gpus
             entry["arms"] = [a for a in entry["arms"] if a.get("tool") != arm.get("tool")] + [arm]
 
         if time.time() - began + kernel_estimate(kname) > args.max_s:
@@ -726,13 +764,18 @@ def main() -> None:
             _save(args.out, result, budgets)
             if args.retime != "skip":
                 entry["retime"] = retime(args.out, kname, spec, entry["arms"], budgets, args.rounds)
+                entry["retime"]["cuda_visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")
                 entry["winner_by"] = winners(entry["arms"], budgets)
         except Exception as exc:  # noqa: BLE001 - the next kernel still runs
             entry["error"] = f"{type(exc).__name__}: {exc}"
             entry["traceback"] = traceback.format_exc(limit=6)
         _save(args.out, result, budgets)
-    rows = _save(args.out, result, budgets)
-    plot(args.out, result)
+    report(args.out, result, budgets)
+
+def report(out: Path, result: dict[str, Any], budgets: list[float]) -> None:
+    """Write the table, the plot and the summary; print them."""
+    rows = _save(out, result, budgets)
+    plot(out, result)
     cols = ["kernel", "tool", *[c for b in budgets for c in (f"best_ms_by_{b:g}s", f"retimed_speedup_by_{b:g}s")],
             "gpu_busy_fraction", "error"]
     print("\t".join(cols))
@@ -748,7 +791,142 @@ def main() -> None:
     c = result["summary"]["ceiling"]
     print(f"{c['kernel']} by {c['budget_s']} s: {c['of_copy']} of the copy ceiling (needs {c['need']}): "
           f"{'met' if c['met'] else 'not met'}")
-    print(f"\nwritten: {args.out / 'ttq.json'}, {args.out / 'ttq.csv'}, {args.out / 'ttq.png'}")
+    print(f"\nwritten: {out / 'ttq.json'}, {out / 'ttq.csv'}, {out / 'ttq.png'}")
+
+
+def gpu_list(value: str) -> list[int]:
+    """``--gpus``: ``N`` (GPUs 0..N-1) or a comma list of GPU indices."""
+    try:
+        gpus = list(range(int(value))) if "," not in value else [int(v) for v in value.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r}: not a count or a comma list of GPU indices") from None
+    if not gpus or min(gpus) < 0 or len(set(gpus)) != len(gpus):
+        raise argparse.ArgumentTypeError(f"{value!r}: no GPU, a negative index or one named twice")
+    return gpus
+
+
+def acf_choice(value: str) -> str:
+    """``--helion-acfs``: compileiq, shipped, or a folder that holds .acf files."""
+    if value in ("compileiq", "shipped") or any(Path(value).glob("*.acf")):
+        return value
+    raise argparse.ArgumentTypeError(f"{value!r}: not compileiq, shipped or a folder with .acf files")
+
+
+def helion_acf_list(out: Path, choice: str) -> list[str]:
+    """Helion's ACF list as ``--helion-acfs`` names it (``compileiq``: drawn now into a folder of OUT)."""
+    if choice == "compileiq":
+        return compileiq_acfs(out / f"helion_acfs_{time.strftime('%H%M%S')}", HELION_ACFS)
+    return sorted(str(p) for p in (ACF_DIR if choice == "shipped" else Path(choice)).glob("*.acf"))
+
+
+# -- several GPUs of one host -------------------------------------------------------------------------------
+PARTS = "parts"  # OUT/parts/<job>/: one child's OUT
+
+
+def fanout_jobs(args: argparse.Namespace, names: list[str], estimates: list[float], arm_estimates: list[float],
+                acf_arg: str) -> list[GpuJob]:
+    """One job per kernel (its arms, then its re-timing, as on one GPU), or with ``--split-arms`` three: the
+    paretotune arms and the other tool's arm side by side, then the re-timing of both in a third.
+    ``estimates``: seconds per kernel's whole job; ``arm_estimates``: its paretotune arms', its other tool's."""
+    parts = args.out / PARTS
+    base = [sys.executable, str(Path(__file__).resolve()), "--budgets", args.budgets, "--workers", str(args.workers),
+            "--rounds", str(args.rounds), "--max-s", "1e9", "--helion-acfs", acf_arg, "--kernels"]
+    jobs = []
+    for name, estimate in zip(names, estimates):
+        if not args.split_arms or args.retime == "only":
+            jobs.append(GpuJob(name, [*base, name, "--strategies", args.strategies, "--helion-effort",
+                                      args.helion_effort, "--retime", args.retime, "--out", str(parts / name)],
+                               parts / f"{name}.log", estimate))
+            continue
+        ours, other = f"{name}.paretotune", f"{name}.other"
+        jobs += [GpuJob(ours, [*base, name, "--strategies", args.strategies, "--helion-effort", "none",
+                               "--retime", "skip", "--out", str(parts / ours)], parts / f"{ours}.log",
+                        arm_estimates[0]),
+                 GpuJob(other, [*base, name, "--strategies", "none", "--helion-effort", args.helion_effort,
+                                "--retime", "skip", "--out", str(parts / other)], parts / f"{other}.log",
+                        arm_estimates[1])]
+        if args.retime != "skip":
+            jobs.append(GpuJob(name, [*base, name, "--retime", "only", "--out", str(parts / name), "--arms-from",
+                                      f"{parts / ours},{parts / other}"], parts / f"{name}.log", RETIME_S,
+                               after=(ours, other)))
+    return jobs
+
+
+def expected_wall_s(jobs: list[GpuJob], n_slots: int) -> float:
+    """When the last job would end by the estimates, each started as :func:`common.run_on_gpus` starts it: in list
+    order, once a slot is free and its prerequisites have ended."""
+    now, running, pending, ends = 0.0, [], list(jobs), {}
+    while pending:
+        for job in list(pending):
+            if len(running) < n_slots and all(ends.get(a, float("inf")) <= now for a in job.after):
+                ends[job.name] = now + job.estimate_s
+                running.append(ends[job.name])
+                pending.remove(job)
+        later = [end for end in running if end > now]
+        if pending and not later:
+            break  # waiting for a job that is not in the list
+        now = min(later, default=now)
+        running = [end for end in running if end > now]
+    return max(ends.values(), default=0.0)
+
+
+def plan_fan_out(args: argparse.Namespace, names: list[str], estimates: list[float], arm_estimates: list[float],
+                 acfs: list[str]) -> tuple[list[GpuSlot], list[GpuJob]]:
+    """The slots and jobs of a ``--gpus`` command, printed with when they would end by the estimates."""
+    acf_arg = str(Path(acfs[0]).parent) if acfs else args.helion_acfs
+    slots = gpu_slots(args.gpus, host_gpus())
+    jobs = fanout_jobs(args, names, estimates, arm_estimates, acf_arg)
+    print(f"fan-out: {len(jobs)} job(s) on GPUs {[s.gpu for s in slots]}, {len(slots[0].cores)} cores each, "
+          f"expected {expected_wall_s(jobs, len(slots)):.0f} s (deadline {args.max_s:g} s): "
+          f"{[j.name for j in jobs]}", flush=True)
+    return slots, jobs
+
+
+def fan_out(args: argparse.Namespace, names: list[str], estimates: list[float], arm_estimates: list[float],
+            acfs: list[str]) -> None:
+    """Run the kernels' jobs on ``--gpus`` GPUs side by side (:func:`common.run_on_gpus`), every Helion arm with
+    the same ACF list, then merge every part OUT holds (earlier calls' too) into OUT/ttq.json."""
+    slots, jobs = plan_fan_out(args, names, estimates, arm_estimates, acfs)
+    if args.check:
+        return
+    run_on_gpus(jobs, slots, args.max_s)
+    record = {"command": " ".join([sys.executable, *sys.argv]),
+              "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "slots": [{"gpu": s.gpu, "cores": sorted(s.cores)} for s in slots],
+              "jobs": [{"name": j.name, "cmd": j.cmd, "estimate_s": j.estimate_s, **j.outcome} for j in jobs]}
+    with open(args.out / "fanout.jsonl", "a") as fh:  # one line per command (two may share OUT, on other GPUs)
+        fh.write(json.dumps(record) + "\n")
+    for job in jobs:
+        print(f"{job.name}: {job.outcome}", flush=True)
+    result = merge_parts(args.out)
+    report(args.out, result, result["budgets_s"])
+
+
+def fold_arms(result: dict[str, Any], part: dict[str, Any]) -> None:
+    """Add ``part``'s kernels to ``result``: each arm replaces the same tool's, the kernel's re-timing and verdicts
+    (and why it failed) come with the part that has them."""
+    for kname, entry in part.get("kernels", {}).items():
+        have = result["kernels"].setdefault(kname, {"shape": entry.get("shape"), "arms": []})
+        for arm in entry.get("arms", []):
+            have["arms"] = [a for a in have["arms"] if a.get("tool") != arm.get("tool")] + [arm]
+        for key in ("retime", "winner_by", "error", "traceback"):
+            if key in entry:
+                have[key] = entry[key]
+
+
+def merge_parts(out: Path) -> dict[str, Any]:
+    """One result of every part under OUT/parts/, oldest first (a re-timing, written after its arms, keeps the
+    arms it filled in), with every part's calls and budgets (a kernel run for 300 s beside others run for 120 s:
+    the table's 300 s column has its row only)."""
+    result: dict[str, Any] = {"budgets_s": [], "kernels": {}, "calls": [], "parts": []}
+    for path in sorted((out / PARTS).glob("*/ttq.json"), key=lambda p: p.stat().st_mtime):
+        part = json.loads(path.read_text())
+        result.update({k: part[k] for k in ("gpu", "versions", "machine", "acf_list", "helion_acfs") if k in part})
+        result["calls"] += part.get("calls") or [{k: part.get(k) for k in ("command", "date", "versions")}]
+        result["parts"].append(path.parent.name)
+        result["budgets_s"] = sorted({*result["budgets_s"], *part.get("budgets_s", [])})
+        fold_arms(result, part)
+    return result
 
 
 def check(out: Path, names: list[str], known: dict[str, dict[str, Any]], strategies: list[str], budget_s: float,

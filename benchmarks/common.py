@@ -283,3 +283,110 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+# -- several GPUs of one host, one job on each at a time ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GpuSlot:
+    """One GPU of this host (its ``CUDA_VISIBLE_DEVICES`` value) and the cores a job on it may use: an equal,
+    disjoint share of this process's, so that two jobs side by side build on as many cores as one job on a
+    one-GPU host of the same kind (an H200 host has 16 cores per GPU)."""
+
+    gpu: str
+    cores: frozenset[int]
+
+
+@dataclass
+class GpuJob:
+    """A command for one slot; ``after``: names of jobs that must have ended with exit code 0 first;
+    ``estimate_s``: how long it is expected to hold its GPU (a job that would end past the deadline is not
+    started)."""
+
+    name: str
+    cmd: list[str]
+    log: Path
+    estimate_s: float
+    after: tuple[str, ...] = ()
+    outcome: dict[str, Any] = field(default_factory=dict)  # filled: gpu, cores, start_s, wall_s, returncode
+
+
+def host_gpus() -> int:
+    """How many GPUs ``nvidia-smi`` lists on this host (0 without one); asks no CUDA context."""
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(line.startswith("GPU ") for line in out.splitlines())
+
+
+def gpu_slots(gpus: list[int], n_host_gpus: int, cores: list[int] | None = None) -> list[GpuSlot]:
+    """A slot for each GPU index of ``gpus``: GPU ``i`` gets the ``i``-th of ``n_host_gpus`` equal shares of
+    ``cores`` (default: this process's), the same share whichever command asks, so that two commands on
+    different GPUs of one host never share a core; with fewer cores than GPUs, every slot shares them all."""
+    cores = sorted(os.sched_getaffinity(0) if cores is None else cores)
+    per = len(cores) // max(n_host_gpus, max(gpus) + 1)
+    return [GpuSlot(str(i), frozenset(cores[i * per:(i + 1) * per] if per else cores)) for i in gpus]
+
+
+def slot_env(slot: GpuSlot, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a job on ``slot``: only its GPU visible, and the core count tools read
+    (``os.cpu_count()`` ignores affinity; Helion sizes its precompile pool by it) set to the slot's."""
+    return {**(os.environ if env is None else env), "CUDA_VISIBLE_DEVICES": slot.gpu,
+            "HELION_AUTOTUNE_PRECOMPILE_JOBS": str(len(slot.cores))}
+
+
+def run_on_gpus(jobs: list[GpuJob], slots: list[GpuSlot], deadline_s: float, poll_s: float = 0.5) -> None:
+    """Run ``jobs`` (in list order, as prerequisites allow), at most one on each slot at a time, each in its own
+    process group pinned to its slot's cores, output to its log. A job is skipped, with the reason in its
+    ``outcome``, when a prerequisite did not end with exit code 0, or when by its estimate it would end past
+    ``deadline_s`` seconds from now; a job still running at the deadline is killed (its group with it)."""
+    start = time.monotonic()
+    pending, running, free = list(jobs), {}, list(slots)  # running: job name -> (job, slot, process, log file)
+    ended: dict[str, int | None] = {}
+    while pending or running:
+        for name, (job, slot, proc, fh) in list(running.items()):
+            late = time.monotonic() - start > deadline_s
+            if proc.poll() is None and not late:
+                continue
+            if proc.poll() is None:
+                _kill_group(proc)
+                proc.wait()
+                job.outcome["error"] = f"killed at the deadline ({deadline_s:g} s)"
+            fh.close()
+            job.outcome.update(wall_s=round(time.monotonic() - start - job.outcome["start_s"], 1),
+                               returncode=proc.returncode)
+            ended[name] = proc.returncode
+            free.append(slot)
+            del running[name]
+        for job in list(pending):
+            failed = [a for a in job.after if a in ended and ended[a] != 0]
+            if failed:
+                job.outcome["skipped"] = f"after {', '.join(failed)}, which did not end with exit code 0"
+            elif time.monotonic() - start + job.estimate_s > deadline_s:
+                job.outcome["skipped"] = (f"would end past the deadline ({deadline_s:g} s; estimate "
+                                          f"{job.estimate_s:.0f} s, at {time.monotonic() - start:.0f} s)")
+            elif free and all(a in ended for a in job.after):
+                slot = free.pop(0)
+                job.log.parent.mkdir(parents=True, exist_ok=True)
+                fh = open(job.log, "w")  # noqa: SIM115 - closed when the job ends
+                proc = subprocess.Popen(job.cmd, stdout=fh, stderr=subprocess.STDOUT, env=slot_env(slot),
+                                        start_new_session=True, preexec_fn=_pin(slot.cores))  # noqa: PLW1509
+                job.outcome.update(gpu=slot.gpu, cores=len(slot.cores),
+                                   start_s=round(time.monotonic() - start, 1))
+                running[job.name] = (job, slot, proc, fh)
+            else:
+                continue
+            pending.remove(job)
+            if "skipped" in job.outcome:
+                ended[job.name] = None
+        if pending or running:
+            time.sleep(poll_s)
+
+
+def _pin(cores: frozenset[int]) -> Any:
+    """A ``preexec_fn`` that pins the child (and what it starts) to ``cores``."""
+    def pin() -> None:
+        os.sched_setaffinity(0, cores)
+    return pin

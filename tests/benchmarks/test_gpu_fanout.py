@@ -1,0 +1,135 @@
+"""Spreading the time-to-quality jobs over the GPUs of one host (benchmarks/common.py ``run_on_gpus``,
+bench_time_to_quality.py ``--gpus``): one job per GPU at a time, each pinned to that GPU's share of the host's
+cores and seeing only its GPU, prerequisites before dependants, nothing started that would end past the
+deadline, and the parts merged into one table. Real processes; no GPU needed (the GPU is only named)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def load(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))  # as `python benchmarks/NAME.py` finds common.py
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, module)  # (dataclasses look their module up there)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture()
+def common(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    return load("common", monkeypatch)
+
+
+@pytest.fixture()
+def ttq(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    return load("bench_time_to_quality", monkeypatch)
+
+
+def test_each_gpu_gets_its_own_share_of_the_hosts_cores_whoever_asks(common: ModuleType) -> None:
+    eight = common.gpu_slots(list(range(8)), 8, cores=list(range(128)))
+    assert [s.gpu for s in eight] == [str(i) for i in range(8)] and all(len(s.cores) == 16 for s in eight)
+    assert len(set().union(*(s.cores for s in eight))) == 128  # disjoint
+    # a second command on GPUs 2 and 3 of a 4-GPU host: the shares the first command's GPUs 0 and 1 do not use
+    assert [sorted(s.cores) for s in common.gpu_slots([2, 3], 4, cores=list(range(16)))] == [
+        [8, 9, 10, 11], [12, 13, 14, 15]]
+    assert all(s.cores == {0, 1} for s in common.gpu_slots([0, 1, 2], 3, cores=[0, 1]))  # fewer cores: shared
+    assert common.slot_env(eight[3], {"PATH": "/bin"}) == {"PATH": "/bin", "CUDA_VISIBLE_DEVICES": "3",
+                                                           "HELION_AUTOTUNE_PRECOMPILE_JOBS": "16"}
+
+
+def report_job(tmp_path: Path, name: str, sleep_s: float, exit_code: int = 0) -> list[str]:
+    """A job that writes what it saw (its GPU, core count, affinity) and when it ran."""
+    code = (f"import json, os, sys, time; t0 = time.time(); time.sleep({sleep_s}); "
+            f"json.dump({{'gpu': os.environ['CUDA_VISIBLE_DEVICES'], "
+            f"'jobs': os.environ['HELION_AUTOTUNE_PRECOMPILE_JOBS'], 'cores': sorted(os.sched_getaffinity(0)), "
+            f"'t0': t0, 't1': time.time()}}, open({str(tmp_path / (name + '.json'))!r}, 'w')); sys.exit({exit_code})")
+    return [sys.executable, "-c", code]
+
+
+def test_jobs_run_one_per_gpu_on_its_cores_after_their_prerequisites(common: ModuleType, tmp_path: Path) -> None:
+    cores = sorted(os.sched_getaffinity(0))
+    slots = common.gpu_slots([0, 1], 2, cores=cores)
+
+    def job(name: str, sleep_s: float = 0.5, exit_code: int = 0, estimate_s: float = 1.0,
+            after: tuple[str, ...] = ()) -> object:
+        return common.GpuJob(name, report_job(tmp_path, name, sleep_s, exit_code), tmp_path / f"{name}.log",
+                             estimate_s, after)
+
+    jobs = [job("a"), job("b"), job("c", after=("a", "b")), job("fails", exit_code=3),
+            job("after_fail", after=("fails",)), job("too_long", estimate_s=1e6), job("hangs", sleep_s=600)]
+    common.run_on_gpus(jobs, slots, deadline_s=8.0, poll_s=0.1)
+    by = {j.name: j for j in jobs}
+    seen = {n: json.loads((tmp_path / f"{n}.json").read_text()) for n in ("a", "b", "c", "fails")}
+    for name, saw in seen.items():
+        slot = next(s for s in slots if s.gpu == by[name].outcome["gpu"])
+        assert saw["gpu"] == slot.gpu and saw["cores"] == sorted(slot.cores) and saw["jobs"] == str(len(slot.cores))
+    assert seen["a"]["gpu"] != seen["b"]["gpu"] and seen["a"]["t0"] < seen["b"]["t1"]  # side by side
+    assert seen["c"]["t0"] >= max(seen["a"]["t1"], seen["b"]["t1"])
+    spans = sorted((s["t0"], s["t1"]) for s in seen.values())
+    assert all(sum(t0 <= at < t1 for t0, t1 in spans) <= 2 for at, _ in spans)  # never more jobs than GPUs
+    assert by["fails"].outcome["returncode"] == 3
+    assert "fails" in by["after_fail"].outcome["skipped"] and not (tmp_path / "after_fail.json").exists()
+    assert "would end past the deadline" in by["too_long"].outcome["skipped"]
+    assert by["hangs"].outcome["error"].startswith("killed at the deadline") and by["hangs"].outcome["returncode"] < 0
+
+
+def test_the_expected_wall_follows_slots_and_prerequisites(ttq: ModuleType, tmp_path: Path) -> None:
+    def job(name: str, s: float, after: tuple[str, ...] = ()) -> object:
+        return ttq.GpuJob(name, ["true"], tmp_path / name, s, after)
+
+    jobs = [job("k1.p", 300), job("k1.o", 300), job("k1", 45, ("k1.p", "k1.o")), job("k2", 250), job("k3", 250)]
+    assert ttq.expected_wall_s(jobs, 2) == 300 + 45 + 250  # k2 waits for a GPU; k3 starts after k1's re-timing
+    assert ttq.expected_wall_s(jobs, 4) == 345
+
+
+def arm(tool: str) -> dict:
+    return {"tool": tool, "timeline": [], "points": {}}
+
+
+def seed_part(out: Path, job: str, kernel: str, tools: list[str], budgets: list[float]) -> None:
+    folder = out / "parts" / job
+    folder.mkdir(parents=True)
+    (folder / "ttq.json").write_text(json.dumps({"budgets_s": budgets, "kernels": {
+        kernel: {"shape": {"M": 4096, "N": 4096}, "arms": [arm(t) for t in tools]}}}))
+
+
+def test_split_arms_run_side_by_side_then_one_retiming_gets_both(tmp_path: Path) -> None:
+    """A kernel's two arms (here: arms an earlier command left in their parts; no tool runs) on GPUs 0 and 1 at
+    once, then its re-timing after both, with both arms folded in; the merged table has its row per tool."""
+    out, kernel = tmp_path / "ttq", "pretuned_rms_norm"
+    seed_part(out, f"{kernel}.paretotune", kernel, ["paretotune-default"], [60.0, 120.0, 300.0])
+    seed_part(out, f"{kernel}.other", kernel, ["helion-autotune-full"], [60.0, 120.0, 300.0])
+    seed_part(out, "pretuned_softmax", "pretuned_softmax", ["paretotune-default"], [60.0, 120.0])  # an earlier call
+    cmd = [sys.executable, str(BENCHMARKS / "bench_time_to_quality.py"), "--out", str(out), "--gpus", "2",
+           "--split-arms", "--kernels", kernel, "--budgets", "60,120,300", "--strategies", "none",
+           "--helion-effort", "none"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False,
+                          env={**os.environ, "PYTHONPATH": str(BENCHMARKS.parent)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    (call,) = [json.loads(line) for line in (out / "fanout.jsonl").read_text().splitlines()]
+    jobs = {j["name"]: j for j in call["jobs"]}
+    assert {jobs[f"{kernel}.paretotune"]["gpu"], jobs[f"{kernel}.other"]["gpu"]} == {"0", "1"}
+    arms_end = max(jobs[f"{kernel}.{p}"]["start_s"] + jobs[f"{kernel}.{p}"]["wall_s"] for p in ("paretotune", "other"))
+    assert jobs[kernel]["start_s"] >= arms_end - 0.2 and jobs[kernel]["returncode"] == 0  # (the poll's rounding)
+    merged = json.loads((out / "ttq.json").read_text())
+    row = merged["kernels"][kernel]
+    assert sorted(a["tool"] for a in row["arms"]) == ["helion-autotune-full", "paretotune-default"]
+    assert all(a["budgets"] == ["60", "120", "300"] for a in row["arms"])  # filled in by the re-timing
+    assert row["retime"]["error"] == "no arm reached a kernel by any budget"
+    assert row["retime"]["cuda_visible_devices"] == jobs[kernel]["gpu"]
+    assert merged["budgets_s"] == [60.0, 120.0, 300.0] and "pretuned_softmax" in merged["kernels"]
+    # reaching nothing is "baseline kept" (1.0) for both tools: counted as level at every budget
+    assert merged["summary"]["300"]["scores"] == {kernel: {"paretotune": 1.0, "helion": 1.0}}
+    assert not merged["summary"]["300"]["met"]  # one kernel at 300 s; the target needs two
