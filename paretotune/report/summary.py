@@ -56,8 +56,10 @@ def measurement_lines(meta: dict[str, Any]) -> list[str]:
                      "(not counted as GPU busy)")
     load = timing.get("host_load")
     if load:
+        pinned = load.get("usable_cpus")
         lines.append(f"host load while measuring: mean {load['load_mean']:.1f}, peak {load['load_max']:.1f} on "
-                     f"{load['cpus']} CPUs")
+                     f"{load['cpus']} CPUs" + (f" (this run pinned to {pinned})" if pinned and pinned < load["cpus"]
+                                               else ""))
     return lines
 
 

@@ -95,10 +95,12 @@ class HostLoad:
         self._thread.join()
 
     def summary(self) -> dict[str, Any]:
-        """Mean and peak load average over the samples, beside the CPU count they are read against."""
+        """Mean and peak load average over the samples, beside the host's CPU count they are read against, and
+        the CPUs this process may use (fewer where it is pinned to a share of the host: one GPU's of several)."""
         if not self.samples:
             return {}
-        return {"cpus": os.cpu_count(), "load_mean": round(statistics.fmean(self.samples), 2),
+        usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        return {"cpus": os.cpu_count(), "usable_cpus": usable, "load_mean": round(statistics.fmean(self.samples), 2),
                 "load_max": round(max(self.samples), 2), "samples": len(self.samples)}
 
 

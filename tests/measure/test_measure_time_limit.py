@@ -7,6 +7,7 @@ never finishes would hold the worker), so the job hangs in its first phase, befo
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -237,3 +238,4 @@ def test_host_load_is_sampled_while_the_search_runs() -> None:
     load.stop()
     summary = load.summary()
     assert summary["samples"] >= 2 and summary["cpus"] >= 1 and summary["load_max"] >= summary["load_mean"] >= 0
+    assert summary["usable_cpus"] == len(os.sched_getaffinity(0)) <= summary["cpus"]

@@ -22,4 +22,7 @@ def test_measurement_lines_name_the_clock_the_drift_the_hung_time_and_the_load()
     assert "spread 7.5 % over 40 timings, above its noise floor" in lines[1]
     assert lines[2] == "1 candidate(s) hung on the GPU: 1.3 s lost (not counted as GPU busy)"
     assert lines[3] == "host load while measuring: mean 11.5, peak 13.0 on 16 CPUs"
+    meta["timing"][0]["host_load"] |= {"cpus": 128, "usable_cpus": 16}  # one GPU's share of an 8-GPU host
+    assert measurement_lines(meta)[3] == ("host load while measuring: mean 11.5, peak 13.0 on 128 CPUs "
+                                          "(this run pinned to 16)")
     assert measurement_lines({}) == []
