@@ -93,19 +93,35 @@ class WorkerPool:
         self._fresh = True
         self._closed = False
         self._started: ProcessPoolExecutor | None = None
+        self._starting: threading.Thread | None = None  # spawning the workers of start(); joined before use
         self._lock = threading.Lock()
         # time.monotonic() after which no build runs on (the campaign's wall clock; None: only timeout_s)
         self.cut_at: float | None = None
 
     def start(self) -> None:
-        """Spawn every worker now (each runs its initializer in the background) instead of one per submit.
-        Idempotent; a pool restarted after a fault spawns lazily again until the next call."""
+        """Spawn every worker now (each runs its initializer in the background) instead of one per submit, in a
+        thread: the first spawn waits for the fork server to import its preloads (torch, Triton: seconds), which
+        the caller spends importing and checking the kernel instead. Idempotent; a pool restarted after a fault
+        spawns lazily again until the next call."""
         pool = self._pool()
         if self._started is pool:
             return
         self._started = pool
+        self._starting = threading.Thread(target=self._spawn_all, args=(pool,), name="pool-start", daemon=True)
+        self._starting.start()
+
+    def _spawn_all(self, pool: ProcessPoolExecutor) -> None:
         for _ in range(self.workers):  # an idle worker takes one of these; every other submit spawns a worker
-            pool.submit(os.getpid)
+            try:
+                pool.submit(os.getpid)
+            except (RuntimeError, BrokenProcessPool, OSError):  # shut down or broken meanwhile: run() will see
+                return
+
+    def _started_fully(self) -> None:
+        """Wait for :meth:`start`'s spawning: a kill or shutdown must see every worker it started."""
+        starting = self._starting
+        if starting is not None and starting is not threading.current_thread():
+            starting.join()
 
     def kernel_checked(self) -> None:
         """The campaign process imported the kernel on trial: workers may import it now."""
@@ -130,6 +146,7 @@ class WorkerPool:
 
     def _kill(self) -> None:
         """Tear the pool down hard (a hung task cannot be cancelled any other way)."""
+        self._started_fully()
         with self._lock:
             executor, self._executor = self._executor, None
         if executor is None:
@@ -146,6 +163,7 @@ class WorkerPool:
     def close(self) -> None:
         """Shut the workers down, then kill what they left running; a :meth:`run` still going in another
         thread ends without submitting more."""
+        self._started_fully()
         with self._lock:
             self._closed = True
             executor, self._executor = self._executor, None
@@ -166,6 +184,7 @@ class WorkerPool:
         if self._closed:
             raise RuntimeError("the worker pool is closed")
         self.kernel_checked()  # the caller evaluates: it has checked the kernel
+        self._started_fully()
         feed = candidates if isinstance(candidates, Feed) else Feed(candidates)
         if not isinstance(candidates, Feed):
             feed.close()

@@ -51,6 +51,7 @@ def test_a_failed_check_kills_the_early_workers_and_leaves_nothing(tmp_path: Pat
 
     def keep(*args: Any) -> Any:
         evaluator = real(*args)
+        evaluator.pool._starting.join()  # start() spawns them in a thread, while the checks go on
         workers.extend(evaluator.pool._executor._processes.values())  # spawned by start(), before the checks
         return evaluator
 
