@@ -21,12 +21,16 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False,
     ``trial_import``: import every piece of user code it names in one child first, within the import deadline
     (:func:`~paretotune.campaign.trial_import.trial_imports`; the CLI's first look at a campaign does), then
     here with their output hidden (the trial showed it); ``after_trial``: called once all passed (workers
-    started early wait for it before they import the code)."""
+    started early wait for it before they import the code). A kernel that does not mention Helion has no
+    heuristic file to find after its import: its trial is all of it, so workers may import it while this
+    process does (a slow import is paid once on the way to the first build, not twice)."""
+    from paretotune.campaign.trial_import import kernel_mentions_helion
     from paretotune.kernels.registry import adapter_for
 
     where = f"{campaign.path}: kernel.source"
     override = campaign.spec.kernel
-    obj = _kernel_object(campaign, trial_import)
+    early = trial_import and after_trial is not None and not kernel_mentions_helion(campaign)
+    obj = _kernel_object(campaign, trial_import, after_trial if early else None)
     from paretotune.kernels.inline import MODULE as INLINE
 
     adapter = adapter_for(obj, override.source.rpartition(":")[2], where,
@@ -34,7 +38,7 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False,
     _use_campaign(campaign, adapter)
     if trial_import:
         _trial_heuristic(campaign, adapter)
-    if after_trial is not None:
+    if after_trial is not None and not early:
         after_trial()
     restrict = getattr(adapter, "restrict_to", None)
     if restrict is not None:  # e.g. an autotuned kernel's configs that its pruning drops on every shape
@@ -58,9 +62,10 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False,
     return adapter
 
 
-def _kernel_object(campaign: Campaign, trial_import: bool) -> Any:
-    """The object ``kernel.source`` names, imported (after a trial import in a child, if asked), made a spec
-    with ``kernel.inputs`` or ``kernel.captured`` where the campaign gives one."""
+def _kernel_object(campaign: Campaign, trial_import: bool, passed: Callable[[], None] | None = None) -> Any:
+    """The object ``kernel.source`` names, imported (after a trial import in a child, if asked; ``passed`` is
+    called once it passed), made a spec with ``kernel.inputs`` or ``kernel.captured`` where the campaign gives
+    one."""
     import contextlib
     import sys
 
@@ -74,6 +79,8 @@ def _kernel_object(campaign: Campaign, trial_import: bool) -> Any:
     check_files(codes)
     if trial_import:  # a module already imported here has nothing left to run at import time
         trial_imports([c for c in codes if c.is_file or c.target not in sys.modules])
+        if passed is not None:
+            passed()
     with hidden_output() if trial_import else contextlib.nullcontext():
         obj = import_object(override.source, campaign.path.parent, where, module=module)
         factory = None if override.inputs is None else import_object(override.inputs, campaign.path.parent,

@@ -30,3 +30,45 @@ def test_the_parent_imports_it_beside_the_child_not_before(tmp_path: Path, comme
     out = subprocess.run([sys.executable, "-c", code], check=True, timeout=300, capture_output=True, text=True)
     assert mark.read_text() == "not preloaded"  # the child was forked before the parent imported it
     assert out.stdout.strip() == str(parent_has_it)
+
+
+# a Triton kernel file that notes each import of it (by which process)
+LOGGED_KERNEL = '''import os
+open({log!r}, "a").write(str(os.getpid()) + "\\n")
+{comment}
+import torch, triton, triton.language as tl
+from paretotune import TritonKernel
+
+@triton.jit
+def add_kernel(x, y, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out + offs, tl.load(x + offs, mask=offs < n) + tl.load(y + offs, mask=offs < n), mask=offs < n)
+
+vector_add = TritonKernel(add_kernel, inputs=lambda s: dict(x=torch.randn(s["n"]), y=torch.randn(s["n"]),
+                          out=torch.empty(s["n"])), grid=lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),),
+                          space={{"BLOCK": [256, 1024], "num_warps": [2, 4]}})
+'''
+
+
+@pytest.mark.parametrize(("comment", "early"), [("# a Triton kernel", True),
+                                                ("# import helion (a heuristic file may be found)", False)],
+                         ids=["triton", "mentions-h"])
+def test_workers_may_import_the_kernel_once_its_trial_passed_unless_a_heuristic_may_follow(
+        tmp_path: Path, comment: str, early: bool) -> None:
+    """``after_trial`` (the early workers' go-ahead) comes right after the child's trial for a kernel that cannot
+    have a heuristic file beside it, before this process's own import: the workers' import and this one's overlap.
+    A kernel file that mentions Helion may find one after its import, whose trial comes first."""
+    import os
+
+    from paretotune.campaign.load import campaign_from_text
+    from paretotune.campaign.resolve import make_adapter
+
+    log = tmp_path / "imports.log"
+    (tmp_path / "kern.py").write_text(LOGGED_KERNEL.format(log=str(log), comment=comment))
+    campaign = campaign_from_text("name: order\nkernel: {source: kern.py:vector_add}\nshapes: [{name: s, n: 4096}]\n"
+                                  "objectives: [registers]\n", tmp_path / "campaign.yaml")
+    at_signal: list[list[str]] = []
+    make_adapter(campaign, trial_import=True, after_trial=lambda: at_signal.append(log.read_text().split()))
+    child, parent = log.read_text().split()  # the trial child's import, then this process's
+    assert parent == str(os.getpid()) != child
+    assert at_signal == ([[child]] if early else [[child, parent]])
