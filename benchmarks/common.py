@@ -341,10 +341,30 @@ def run_on_gpus(jobs: list[GpuJob], slots: list[GpuSlot], deadline_s: float, pol
     """Run ``jobs`` (in list order, as prerequisites allow), at most one on each slot at a time, each in its own
     process group pinned to its slot's cores, output to its log. A job is skipped, with the reason in its
     ``outcome``, when a prerequisite did not end with exit code 0, or when by its estimate it would end past
-    ``deadline_s`` seconds from now; a job still running at the deadline is killed (its group with it)."""
+    ``deadline_s`` seconds from now; a job still running at the deadline is killed (its group with it), and so is
+    every running job when this process is stopped (SIGTERM, as ``timeout`` stops it; Ctrl-C)."""
     start = time.monotonic()
     pending, running, free = list(jobs), {}, list(slots)  # running: job name -> (job, slot, process, log file)
     ended: dict[str, int | None] = {}
+    previous = signal.signal(signal.SIGTERM, _stopped)  # the jobs lead their own sessions: they would live on
+    try:
+        _schedule(pending, running, free, ended, start, deadline_s, poll_s)
+    finally:
+        for job, _, proc, fh in running.values():
+            _kill_group(proc)
+            proc.wait()
+            fh.close()
+            job.outcome.update(returncode=proc.returncode, error="killed: the command running the jobs was stopped")
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stopped(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _schedule(pending: list[GpuJob], running: dict[str, Any], free: list[GpuSlot], ended: dict[str, int | None],
+              start: float, deadline_s: float, poll_s: float) -> None:
+    """:func:`run_on_gpus`'s loop: end what ended (or is late), start what may start, until nothing is left."""
     while pending or running:
         for name, (job, slot, proc, fh) in list(running.items()):
             late = time.monotonic() - start > deadline_s

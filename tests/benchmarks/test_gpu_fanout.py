@@ -133,3 +133,26 @@ def test_split_arms_run_side_by_side_then_one_retiming_gets_both(tmp_path: Path)
     # reaching nothing is "baseline kept" (1.0) for both tools: counted as level at every budget
     assert merged["summary"]["300"]["scores"] == {kernel: {"paretotune": 1.0, "helion": 1.0}}
     assert not merged["summary"]["300"]["met"]  # one kernel at 300 s; the target needs two
+
+
+def test_stopping_the_command_stops_its_jobs(tmp_path: Path) -> None:
+    """``timeout`` stops a device call's step with SIGTERM: the jobs, each in a session of its own, go with it
+    instead of holding their GPUs for the rest of the call."""
+    import signal
+    import time
+
+    pid_file = tmp_path / "job.pid"
+    job = [sys.executable, "-c", f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
+                                 "time.sleep(600)"]
+    code = ("import sys; from pathlib import Path; import common; "
+            f"common.run_on_gpus([common.GpuJob('long', {job!r}, Path({str(tmp_path / 'long.log')!r}), 1.0)], "
+            "common.gpu_slots([0], 1), deadline_s=900)")
+    runner = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(BENCHMARKS)})
+    waited = time.monotonic()
+    while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() - waited < 60:
+        time.sleep(0.1)
+    job_pid = int(pid_file.read_text())
+    runner.send_signal(signal.SIGTERM)
+    assert runner.wait(timeout=60) == 128 + signal.SIGTERM
+    with pytest.raises(ProcessLookupError):  # killed and reaped by the runner
+        os.kill(job_pid, 0)
