@@ -11,10 +11,8 @@ of each command's wall seconds are recorded with the machine, its load and the d
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -22,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import append_result, cpu_model, cpu_topology, load_average, tree_record, trees_of
+from common import append_result, comparison_record, load_average, tree_arguments, trees_of
 
 BAD_CAMPAIGN = "name: x\nkernel: {source: 'k.py:k'}\nbogus: 1\n"
 COMMANDS = {"--help": ["--help"], "front --help": ["front", "--help"], "run --help": ["run", "--help"],
@@ -32,10 +30,7 @@ COMMANDS = {"--help": ["--help"], "front --help": ["front", "--help"], "run --he
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tree", action="append", required=True, metavar="LABEL=PATH",
-                        help="a paretotune source tree (the folder holding paretotune/)")
-    parser.add_argument("--runs", type=int, default=15)
-    parser.add_argument("--out", type=Path)
+    tree_arguments(parser, runs=15)
     args = parser.parse_args()
     trees = trees_of(args.tree)
     work = Path(tempfile.mkdtemp())
@@ -56,12 +51,8 @@ def main() -> int:
                 codes[name][label] = done.returncode
     loads.append(load_average())
     result = {
-        "what": "wall seconds of the whole process, python -m paretotune.cli ARGS, interleaved per run",
-        "command": " ".join([sys.executable, *sys.argv]),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"cpu": cpu_model(), **cpu_topology(), "python": platform.python_version(),
-                    "load_average_before_after": loads},
-        "trees": tree_record(trees),
+        **comparison_record("wall seconds of the whole process, python -m paretotune.cli ARGS, interleaved per run",
+                            trees, loads),
         "runs": args.runs,
         "commands": {name: {label: {"exit_code": codes[name][label],
                                     "median_s": round(statistics.median(ts[1:]), 3),

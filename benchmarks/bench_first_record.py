@@ -12,18 +12,15 @@ import; static objectives, no GPU). Per run: the seconds to the first record, an
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from common import append_result, cpu_model, cpu_topology, load_average, run_meta, tree_record, trees_of
+from common import append_result, comparison_record, interleaved, run_meta, tree_arguments, trees_of
 
 CAMPAIGN = Path(__file__).resolve().parent / "inputs" / "slow_import" / "slow_import.yaml"
 
@@ -54,30 +51,16 @@ def one_run(tree: Path, campaign: Path, work: Path, timeout_s: float = 300.0) ->
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--campaign", type=Path, default=CAMPAIGN, help="a static campaign file")
-    parser.add_argument("--tree", action="append", required=True, metavar="LABEL=PATH",
-                        help="a paretotune source tree (the folder holding paretotune/)")
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--out", type=Path)
+    tree_arguments(parser, runs=3)
     args = parser.parse_args()
     trees = trees_of(args.tree)
     campaign = args.campaign.resolve()
-    runs: dict[str, list[dict[str, Any]]] = {label: [] for label in trees}
-    loads = [load_average()]
-    for _ in range(args.runs):
-        for label, tree in trees.items():
-            with tempfile.TemporaryDirectory() as work:
-                runs[label].append(one_run(tree, campaign, Path(work)))
-                print(label, json.dumps(runs[label][-1]), flush=True)
-    loads.append(load_average())
+    runs, loads = interleaved(trees, args.runs, lambda tree, work: one_run(tree, campaign, work))
     firsts = {label: sorted(r["first_record_s"] for r in rs if "first_record_s" in r) for label, rs in runs.items()}
     result = {
-        "what": "seconds from `paretotune run` to the first record on disk, per tree, interleaved; empty Triton cache",
-        "command": " ".join([sys.executable, *sys.argv]),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "campaign": campaign.read_text(), "slow_import_s": os.environ.get("SLOW_IMPORT_S", "4"),
-        "machine": {"cpu": cpu_model(), **cpu_topology(), "python": platform.python_version(),
-                    "load_average_before_after": loads},
-        "trees": tree_record(trees), "runs": runs,
+        **comparison_record("seconds from `paretotune run` to the first record on disk, per tree, interleaved; "
+                            "empty Triton cache", trees, loads),
+        "campaign": campaign.read_text(), "slow_import_s": os.environ.get("SLOW_IMPORT_S", "4"), "runs": runs,
         "median_first_record_s": {label: f[len(f) // 2] if f else None for label, f in firsts.items()},
     }
     print(json.dumps(result["median_first_record_s"]))

@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import argparse
 import collections
-import datetime
 import os
-import platform
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from common import (append_result, cpu_model, cpu_topology, load_average, run_meta, stored_records, tree_record,
-                    trees_of)
+from common import append_result, comparison_record, interleaved, run_meta, stored_records, tree_arguments, trees_of
 
 
 def one_run(tree: Path, campaign: Path, work: Path) -> dict[str, Any]:
@@ -45,30 +41,15 @@ def one_run(tree: Path, campaign: Path, work: Path) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--campaign", type=Path, required=True, help="a static campaign file")
-    parser.add_argument("--tree", action="append", required=True, metavar="LABEL=PATH",
-                        help="a paretotune source tree (the folder holding paretotune/)")
-    parser.add_argument("--runs", type=int, default=2)
-    parser.add_argument("--out", type=Path)
+    tree_arguments(parser, runs=2)
     args = parser.parse_args()
     trees = trees_of(args.tree)
     campaign = args.campaign.resolve()
-    runs: dict[str, list[dict[str, Any]]] = {label: [] for label in trees}
-    loads = [load_average()]
-    for _ in range(args.runs):
-        for label, tree in trees.items():
-            with tempfile.TemporaryDirectory() as work:
-                runs[label].append(one_run(tree, campaign, Path(work)))
-                print(label, runs[label][-1], flush=True)
-    loads.append(load_average())
+    runs, loads = interleaved(trees, args.runs, lambda tree, work: one_run(tree, campaign, work))
     result = {
-        "what": "candidates stored and built in one run of the campaign, per tree, interleaved; empty Triton cache",
-        "command": " ".join([sys.executable, *sys.argv]),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "campaign": campaign.read_text(),
-        "machine": {"cpu": cpu_model(), **cpu_topology(), "python": platform.python_version(),
-                    "load_average_before_after": loads},
-        "trees": tree_record(trees),
-        "runs": runs,
+        **comparison_record("candidates stored and built in one run of the campaign, per tree, interleaved; empty "
+                            "Triton cache", trees, loads),
+        "campaign": campaign.read_text(), "runs": runs,
     }
     append_result(args.out, result)
     return 0

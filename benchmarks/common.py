@@ -11,13 +11,17 @@ group, is killed at its budget plus a short grace, and the outcome says so inste
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
 import re
 import signal
 import subprocess
+import sys
+import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +47,42 @@ def tree_record(trees: dict[str, Path]) -> dict[str, dict[str, str | None]]:
         return done.stdout.strip() or None
 
     return {label: {"path": str(tree), "commit": head(tree)} for label, tree in trees.items()}
+
+
+def tree_arguments(parser: argparse.ArgumentParser, runs: int) -> None:
+    """``--tree LABEL=PATH`` (repeated), ``--runs`` and ``--out``: a benchmark that compares source trees."""
+    parser.add_argument("--tree", action="append", required=True, metavar="LABEL=PATH",
+                        help="a paretotune source tree (the folder holding paretotune/)")
+    parser.add_argument("--runs", type=int, default=runs)
+    parser.add_argument("--out", type=Path)
+
+
+def interleaved(trees: dict[str, Path], runs: int, one_run: Callable[[Path, Path], dict[str, Any]]
+                ) -> tuple[dict[str, list[dict[str, Any]]], list[list[float] | None]]:
+    """``one_run(tree, work)`` ``runs`` times per tree, tree after tree (so drift hits every tree alike), each in a
+    fresh temporary folder; each result printed as it comes. Returns the results per tree label and the load
+    average before and after."""
+    out: dict[str, list[dict[str, Any]]] = {label: [] for label in trees}
+    loads = [load_average()]
+    for _ in range(runs):
+        for label, tree in trees.items():
+            with tempfile.TemporaryDirectory() as work:
+                out[label].append(one_run(tree, Path(work)))
+                print(label, json.dumps(out[label][-1]), flush=True)
+    loads.append(load_average())
+    return out, loads
+
+
+def comparison_record(what: str, trees: dict[str, Path], loads: list[list[float] | None]) -> dict[str, Any]:
+    """The head of a tree-comparing benchmark's result: what it measures, the command, the date, the machine and
+    its load before and after, each tree's path and commit."""
+    import datetime
+
+    return {"what": what, "command": " ".join([sys.executable, *sys.argv]),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "machine": {"cpu": cpu_model(), **cpu_topology(), "python": platform.python_version(),
+                        "load_average_before_after": loads},
+            "trees": tree_record(trees)}
 
 
 def append_result(out: Path | None, result: dict[str, Any]) -> None:
