@@ -826,29 +826,32 @@ PARTS = "parts"  # OUT/parts/<job>/: one child's OUT
 def fanout_jobs(args: argparse.Namespace, names: list[str], estimates: list[float], arm_estimates: list[float],
                 acf_arg: str) -> list[GpuJob]:
     """One job per kernel (its arms, then its re-timing, as on one GPU), or with ``--split-arms`` three: the
-    paretotune arms and the other tool's arm side by side, then the re-timing of both in a third.
+    paretotune arms and the other tool's arm side by side, then the re-timing of both in a third (with
+    ``--retime only``, that one alone; with ``--retime skip``, the two arm jobs).
     ``estimates``: seconds per kernel's whole job; ``arm_estimates``: its paretotune arms', its other tool's."""
     parts = args.out / PARTS
     base = [sys.executable, str(Path(__file__).resolve()), "--budgets", args.budgets, "--workers", str(args.workers),
             "--rounds", str(args.rounds), "--max-s", "1e9", "--helion-acfs", acf_arg, "--kernels"]
     jobs = []
     for name, estimate in zip(names, estimates):
-        if not args.split_arms or args.retime == "only":
+        if not args.split_arms:
             jobs.append(GpuJob(name, [*base, name, "--strategies", args.strategies, "--helion-effort",
                                       args.helion_effort, "--retime", args.retime, "--out", str(parts / name)],
                                parts / f"{name}.log", estimate))
             continue
         ours, other = f"{name}.paretotune", f"{name}.other"
-        jobs += [GpuJob(ours, [*base, name, "--strategies", args.strategies, "--helion-effort", "none",
-                               "--retime", "skip", "--out", str(parts / ours)], parts / f"{ours}.log",
-                        arm_estimates[0]),
-                 GpuJob(other, [*base, name, "--strategies", "none", "--helion-effort", args.helion_effort,
-                                "--retime", "skip", "--out", str(parts / other)], parts / f"{other}.log",
-                        arm_estimates[1])]
+        arms = () if args.retime == "only" else (ours, other)  # only: re-time the arms an earlier call ran
+        if arms:
+            jobs += [GpuJob(ours, [*base, name, "--strategies", args.strategies, "--helion-effort", "none",
+                                   "--retime", "skip", "--out", str(parts / ours)], parts / f"{ours}.log",
+                            arm_estimates[0]),
+                     GpuJob(other, [*base, name, "--strategies", "none", "--helion-effort", args.helion_effort,
+                                    "--retime", "skip", "--out", str(parts / other)], parts / f"{other}.log",
+                            arm_estimates[1])]
         if args.retime != "skip":
             jobs.append(GpuJob(name, [*base, name, "--retime", "only", "--out", str(parts / name), "--arms-from",
                                       f"{parts / ours},{parts / other}"], parts / f"{name}.log", RETIME_S,
-                               after=(ours, other)))
+                               after=arms))
     return jobs
 
 

@@ -156,3 +156,21 @@ def test_stopping_the_command_stops_its_jobs(tmp_path: Path) -> None:
     assert runner.wait(timeout=60) == 128 + signal.SIGTERM
     with pytest.raises(ProcessLookupError):  # killed and reaped by the runner
         os.kill(job_pid, 0)
+
+
+@pytest.mark.parametrize(("retime", "expected"), [("auto", {"k.paretotune": (), "k.other": (),
+                                                            "k": ("k.paretotune", "k.other")}),
+                                                  ("skip", {"k.paretotune": (), "k.other": ()}),
+                                                  ("only", {"k": ()})])
+def test_split_jobs_follow_the_retime_mode(ttq: ModuleType, tmp_path: Path, retime: str, expected: dict) -> None:
+    """``--retime only`` re-times the arms an earlier ``--retime skip`` call left in the kernel's two parts."""
+    import argparse
+
+    args = argparse.Namespace(out=tmp_path, budgets="60,120,300", workers=8, rounds=15, split_arms=True,
+                              retime=retime, strategies="default", helion_effort="full")
+    jobs = ttq.fanout_jobs(args, ["k"], [700.0], [306.0, 306.0], "compileiq")
+    assert {j.name: j.after for j in jobs} == expected
+    parts = tmp_path / "parts"
+    for job in jobs:
+        if job.name == "k":
+            assert job.cmd[job.cmd.index("--arms-from") + 1] == f"{parts / 'k.paretotune'},{parts / 'k.other'}"
