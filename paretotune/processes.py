@@ -160,3 +160,15 @@ def reaping_children() -> Iterator[None]:
         reap_children(before)
         if was_subreaper is False:
             _subreaper(False)
+
+
+def thread_only_progress_lock() -> None:
+    """In a worker that may be killed (a hung build, the wall clock): give tqdm a thread lock before it makes its
+    default, a multiprocessing lock (torch.fx's interpreter opens a progress bar while Helion compiles). That lock
+    is a named semaphore a killed worker never removes, and Python's resource tracker warns of each one as the
+    campaign ends ("leaked semaphore objects"). A worker's bars are never shown; its threads are all it has."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return
+    tqdm.set_lock(threading.RLock())

@@ -82,7 +82,9 @@ def init_worker(ctx: WorkerContext) -> None:
     from paretotune.campaign.load import campaign_from_text
     from paretotune.campaign.resolve import make_adapter, make_objectives
     from paretotune.campaign.trial_import import kernel_mentions_helion
+    from paretotune.processes import thread_only_progress_lock
 
+    thread_only_progress_lock()
     _STATE.update(ctx=ctx, ptxas=ptxas)
     try:  # workers start while the campaign process checks the kernel: a kernel that fails to load is its to report
         campaign = campaign_from_text(ctx.campaign_text, Path(ctx.campaign_path))

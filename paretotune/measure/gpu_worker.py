@@ -37,8 +37,10 @@ def _is_cuda_error(exc: BaseException) -> bool:
 def setup(campaign_path: str, campaign_text: str, ptxas_path: str, ptxas_version: str) -> Any:
     """The worker's build environment (the same as the CPU pool's: its launches find the pool's Triton cache
     entries), then the kernel adapter, re-created from the campaign file's path and text. No CUDA yet."""
+    from paretotune.processes import thread_only_progress_lock
     from paretotune.toolchain.ptxas import Ptxas, export_for_triton
 
+    thread_only_progress_lock()  # a hung candidate's worker is killed
     export_for_triton(Ptxas(path=Path(ptxas_path), version=ptxas_version))
     from paretotune.campaign.load import campaign_from_text
     from paretotune.campaign.resolve import make_adapter
