@@ -892,7 +892,14 @@ def fan_out(args: argparse.Namespace, names: list[str], estimates: list[float], 
     slots, jobs = plan_fan_out(args, names, estimates, arm_estimates, acfs)
     if args.check:
         return
-    run_on_gpus(jobs, slots, args.max_s)
+    try:
+        run_on_gpus(jobs, slots, args.max_s)
+    finally:  # stopped (the device call's timeout): what the jobs that ended wrote is still merged
+        end_fan_out(args, slots, jobs)
+
+
+def end_fan_out(args: argparse.Namespace, slots: list[GpuSlot], jobs: list[GpuJob]) -> None:
+    """Record the jobs' outcomes (OUT/fanout.jsonl), then merge every part into the table."""
     record = {"command": " ".join([sys.executable, *sys.argv]),
               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "slots": [{"gpu": s.gpu, "cores": sorted(s.cores)} for s in slots],
