@@ -28,6 +28,8 @@ was made (the fork server's is older).
 """
 from __future__ import annotations
 
+import contextlib
+import importlib
 import multiprocessing
 import os
 import queue
@@ -107,6 +109,7 @@ class WorkerPool:
         if self._started is pool:
             return
         self._started = pool
+        _import_spawn_modules()
         self._starting = threading.Thread(target=self._spawn_all, args=(pool,), name="pool-start", daemon=True)
         self._starting.start()
 
@@ -306,6 +309,15 @@ def in_background(items: Iterator[T], join_s: float = 5.0) -> Iterator[T]:
     finally:
         stop.set()
         thread.join(join_s)
+
+
+def _import_spawn_modules() -> None:
+    """Import here what a pool's first spawn imports lazily (Python 3.11: the fork server's Popen), before a thread
+    spawns: a fork while that thread held a module's import lock (the trial import forks meanwhile) would leave
+    the child waiting on it for good if it imported the same module."""
+    for name in ("multiprocessing.popen_forkserver", "multiprocessing.popen_spawn_posix"):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
 
 
 def _workers(executor: ProcessPoolExecutor) -> list[Any]:
