@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call's steps: install the bundle, run GPU tests, campaigns and benchmarks, write results to $OUT.
 # Usage on the GPU machine (repository root): bash benchmarks/gpu_session.sh STEP...
-#   steps: env clock rope keys tests noise attribution ship pretuned pretuned_joint pretuned_mo shared occupancy ncu helion fusion ttq ttq_more compile strategies ray capture ablation
+#   steps: env clock rope keys tests noise attribution ship pretuned pretuned_joint pretuned_mo shared occupancy ncu helion fusion imports ttq ttq_more compile strategies ray capture ablation
 # Steps use the GPUs in CUDA_VISIBLE_DEVICES; two invocations with different GPUs and OUT folders can run at once.
 # Every script runs as `python3 benchmarks/NAME.py` from the repository root, paretotune found through PYTHONPATH
 # (set below): the script's folder is then first on sys.path, so `import common` works (benchmarks/README.md).
@@ -82,6 +82,17 @@ for step in "$@"; do
       log fusion; env -u TRITON_DEFAULT_FP_FUSION timeout ${FUSION_TIMEOUT:-330} python3 benchmarks/bench_vs_helion.py \
         --out "$OUTDIR/vs_helion_fusion_unset.json" --generations ${FUSION_GENERATIONS:-10} --pool 20 --workers 12 \
         --helion-budget-s ${FUSION_HELION_S:-40} --baseline-intervals 0 --keep-runs "$OUTDIR/runs/fusion_unset" 2>&1 | tail -40 ;;
+    imports)  # where a Helion campaign's imports go and which initializes CUDA; which processes of a short runtime
+      # campaign hold a CUDA context, sampled every 2 s (nvidia-smi), while it starts and searches
+      log imports; timeout ${IMPORTS_TIMEOUT:-60} python3 benchmarks/check_import_cuda.py --out "$OUTDIR/import_cuda.json" \
+        --kernel .workloads/helion-pretuned-sm90/rms_norm/rms_norm.py 2>&1 | tail -30
+      (while sleep 2; do date -u +%T; nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader
+       done) > "$OUTDIR/cuda_contexts.txt" 2>&1 & sampler=$!
+      sed 's/generations: 6/generations: 1, wall_clock_s: 40/' configs/pretuned/rms_norm_acf_only.yaml > /tmp/imports_run.yaml
+      sed -i "s#\.\./\.\./\.workloads#$PWD/.workloads#" /tmp/imports_run.yaml
+      timeout 90 python3 -m paretotune.cli run /tmp/imports_run.yaml --out "$OUTDIR/runs/imports" --quiet 2>&1 | tail -5
+      kill $sampler; python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['start_s'])" "$OUTDIR/runs/imports/run.json"
+      awk -F, 'NF==3 {print $1}' "$OUTDIR/cuda_contexts.txt" | sort -u | wc -l | sed 's/^/processes that held a CUDA context: /' ;;
     ttq)  # issue 19: time to quality, every tool on the same GPU (TTQ_ARGS: --kernels --budgets --strategies --max-s)
       log ttq; timeout ${TTQ_TIMEOUT:-560} python3 benchmarks/bench_time_to_quality.py --out "$OUTDIR/ttq" ${TTQ_ARGS:-} 2>&1 | tail -40 ;;
     ttq_more)  # a second time-to-quality run in the same call, e.g. other kernels with other strategies (TTQ_MORE_ARGS)
