@@ -81,7 +81,7 @@ def init_worker(ctx: WorkerContext) -> None:
         export_for_triton(ptxas)
     from paretotune.campaign.load import campaign_from_text
     from paretotune.campaign.resolve import make_adapter, make_objectives
-    from paretotune.campaign.trial_import import kernel_mentions_helion
+    from paretotune.campaign.trial_import import kernel_mentions_helion, preload_helion
     from paretotune.processes import thread_only_progress_lock
 
     thread_only_progress_lock()
@@ -90,7 +90,7 @@ def init_worker(ctx: WorkerContext) -> None:
         campaign = campaign_from_text(ctx.campaign_text, Path(ctx.campaign_path))
         if ctx.kernel_vetted is not None:
             if kernel_mentions_helion(campaign):  # trusted and slow: while the campaign process imports the
-                _import_helion()  # kernel on trial
+                preload_helion()  # kernel on trial
             ctx.kernel_vetted.wait()
         with hidden_output():  # the campaign process's trial import shows what the kernel prints, once
             adapter = make_adapter(campaign)
@@ -101,11 +101,6 @@ def init_worker(ctx: WorkerContext) -> None:
         return
     if ctx.precompile:
         warm_up_compiler(adapter, _STATE["shapes"], _STATE["target"])
-
-
-def _import_helion() -> None:
-    with contextlib.suppress(Exception):
-        import helion  # noqa: F401
 
 
 def warm_up_compiler(adapter: Any, shapes: Sequence[Shape], target: TargetArch) -> None:

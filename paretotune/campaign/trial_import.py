@@ -88,10 +88,23 @@ def _preload(names: tuple[str, ...] = ("torch", "triton")) -> None:
     CUDA call at import time; imported in the child and then here, one after the other, the two imports would
     delay a Helion campaign's first record by both."""
     for name in names:
+        if name == "helion":
+            preload_helion()
+            continue
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001, S110 - absent or broken: the trial import reports it for the kernel
             pass
+
+
+def preload_helion() -> None:
+    """Import Helion (trusted, seconds) through paretotune's door to it, so that its NVIDIA-only answers come with
+    it (:func:`paretotune.kernels.helion.import_helion`); a Helion that is absent, broken or refused is the
+    kernel's import to report."""
+    from paretotune.kernels.helion import import_helion
+
+    with contextlib.suppress(Exception):
+        import_helion()
 
 
 def _import_in_child(code: Code) -> str:

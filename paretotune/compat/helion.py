@@ -39,7 +39,20 @@ def import_helion() -> ModuleType:
         triton_compat.IntelGPUError = type("IntelGPUError", (Exception,), {})  # type: ignore[attr-defined]
     import helion
 
+    _nvidia_only()
     return helion
+
+
+def _nvidia_only() -> None:
+    """paretotune builds for NVIDIA targets only (ptxas, its ACFs). Helion's "is this an AMD (HIP) GPU?"
+    (``helion._compat._is_hip``, cached, asked when a kernel is defined and while it compiles) asks CUDA for the
+    current device, which initializes CUDA the first time: every process that defines a Helion kernel on a GPU
+    host, the campaign process and each build worker included, initialized CUDA it never uses. Answered False
+    without asking (Helion's own tests patch ``_is_hip`` the same way)."""
+    from helion import _compat
+
+    if callable(getattr(_compat, "_is_hip", None)):
+        _compat._is_hip = lambda: False  # type: ignore[attr-defined]
 
 
 # -- the device, as the campaign's target would answer -----------------------------------------------------------

@@ -165,3 +165,19 @@ def test_helion_on_older_torch_finds_the_name_it_imports() -> None:
     from torch._inductor.runtime import triton_compat
 
     assert issubclass(triton_compat.IntelGPUError, Exception)  # torch's own, or the stand-in
+
+
+def test_helion_is_told_the_gpu_is_not_amd_without_asking_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU host Helion's is_hip() asks torch.cuda.current_device() (initializing CUDA) the first time a kernel
+    is defined or compiled; after paretotune's import it answers without asking (the campaign process and the
+    build workers never run a kernel)."""
+    import torch
+    from helion import _compat
+
+    asked: list[str] = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: asked.append("is_available") or True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: asked.append("current_device") or 0)
+    if hasattr(_compat._is_hip, "cache_clear"):  # Helion's own, cached: asked again, it would ask CUDA
+        _compat._is_hip.cache_clear()
+    assert _compat.is_hip() is False and asked == []
+    assert "return _is_hip()" in inspect.getsource(_compat.is_hip)  # the name Helion's own callers reach it by
