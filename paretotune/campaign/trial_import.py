@@ -83,14 +83,11 @@ def kernel_mentions_helion(campaign: Any) -> bool:
 
 def _preload(names: tuple[str, ...] = ("torch", "triton")) -> None:
     """Import ``names`` here (absent or broken ones are the trial import's to report). Before the fork: torch
-    and Triton, so the child need not. Helion only after it, while the child imports: Helion's import
-    initializes CUDA (``benchmarks/check_fork_cuda.py`` shows it), and a child forked after that fails on any
-    CUDA call at import time; imported in the child and then here, one after the other, the two imports would
-    delay a Helion campaign's first record by both."""
+    and Triton, so the child need not. Helion only after it, while the child imports (:func:`preload_helion`):
+    Helion's import initializes CUDA (``benchmarks/check_fork_cuda.py`` shows it), and a child forked after that
+    fails on any CUDA call at import time; imported in the child and then here, one after the other, the two
+    imports would delay a Helion campaign's first record by both."""
     for name in names:
-        if name == "helion":
-            preload_helion()
-            continue
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001, S110 - absent or broken: the trial import reports it for the kernel
@@ -185,7 +182,7 @@ def trial_imports(codes: Sequence[Code]) -> None:
     output = _Output()
     try:
         if any(mentions_helion(c.target, c.is_file) for c in codes):
-            _preload(("helion",))  # in this process, at the same time as the child's import
+            preload_helion()  # in this process, at the same time as the child's import
         data, status = _wait_for_child(pid, read_fd, out_r, output, deadline)
     finally:
         os.close(read_fd)
