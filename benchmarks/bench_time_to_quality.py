@@ -740,7 +740,7 @@ def main() -> None:
 
         def add(arm: dict[str, Any]) -> None:  # an arm run again in a later call replaces the earlier one
             arm["cuda_visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")  # which GPU, under --gpus
-            entry["arms"] = [a for a in entry["arms"] if a.get("tool") != arm.get("tool")] + [arm]
+            put_arm(entry, arm)
 
         if time.time() - began + kernel_estimate(kname) > args.max_s:
             entry["error"] = (f"skipped: would end past --max-s {args.max_s:g} s "
@@ -912,13 +912,18 @@ def end_fan_out(args: argparse.Namespace, slots: list[GpuSlot], jobs: list[GpuJo
     report(args.out, result, result["budgets_s"])
 
 
+def put_arm(entry: dict[str, Any], arm: dict[str, Any]) -> None:
+    """Add ``arm`` to a kernel's entry, in place of the same tool's (an arm run again replaces the earlier one)."""
+    entry["arms"] = [a for a in entry["arms"] if a.get("tool") != arm.get("tool")] + [arm]
+
+
 def fold_arms(result: dict[str, Any], part: dict[str, Any]) -> None:
     """Add ``part``'s kernels to ``result``: each arm replaces the same tool's, the kernel's re-timing and verdicts
     (and why it failed) come with the part that has them."""
     for kname, entry in part.get("kernels", {}).items():
         have = result["kernels"].setdefault(kname, {"shape": entry.get("shape"), "arms": []})
         for arm in entry.get("arms", []):
-            have["arms"] = [a for a in have["arms"] if a.get("tool") != arm.get("tool")] + [arm]
+            put_arm(have, arm)
         for key in ("retime", "winner_by", "error", "traceback"):
             if key in entry:
                 have[key] = entry[key]
