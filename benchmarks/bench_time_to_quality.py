@@ -44,6 +44,13 @@ A 300 s budget does not fit one call on one GPU: its arms in two calls (``--reti
     python benchmarks/bench_time_to_quality.py --out R --kernels pretuned_rms_norm --budgets 60,120,300 --strategies none --retime skip
     python benchmarks/bench_time_to_quality.py --out R --kernels pretuned_rms_norm --budgets 60,120,300 --retime only
 
+On one GPU, the table over several device calls: ``--gpus 1 --split-arms`` makes each kernel three jobs (its
+paretotune arm, Helion's arm, the re-timing of both), runs those that fit ``--max-s`` and records them under
+OUT/parts/; the same command in the next call (OUT travelling with the tree) leaves out every job an earlier call
+ran to the end (``OUT/fanout.jsonl``) and goes on from there, with the Helion ACF list the first call drew. In
+``benchmarks/gpu_session.sh``: ``TTQ_OUT=benchmarks/results/ttq42 TTQ_END=<epoch second the call must end by>
+TTQ_MORE_ARGS="--gpus 1 --split-arms --budgets 60,120 --kernels ..." bash benchmarks/gpu_session.sh env ttq_more``.
+
 On a host with several GPUs, ``--gpus`` runs one kernel's job per GPU side by side, each child seeing only its
 GPU and pinned to that GPU's share of the host's cores (an H200 host has 16 per GPU, so each job builds on as
 many cores as on a one-GPU host; Helion's precompile pool is sized to the share too). Each job writes
@@ -79,9 +86,11 @@ WORKLOADS = ROOT / ".workloads" / "helion-pretuned-sm90"  # git-ignored; ../shar
 STRATEGIES = ("default", "joint", "sequential", "acf-only")  # default: the campaign names no engine (auto)
 DEFAULT_STRATEGIES = ("default",)
 HELION_ACFS = 8  # CompileIQ samples in Helion's autotune_search_acf list
-AFTER_BUDGET_S = 6.0  # per arm: candidates in flight at the budget, closing, the summary (H200 host: about 3 s)
+AFTER_BUDGET_S = 15.0  # per arm past its budget: candidates in flight, closing, the summary (H200, 2026-12-04:
+# paretotune arms of 120 s ended at 129-147 s, a hung candidate in flight; Helion's watchdog allows 15 s)
 TRITON_ARM_S = 40.0  # Triton's autotune over its configs, imports included
-RETIME_S = 45.0  # per kernel: the winners by each budget and their no-ACF twins, re-timed in a fresh process
+RETIME_S = 50.0  # per kernel: the winners by each budget and their no-ACF twins, re-timed in a fresh process
+# (H200, 2026-12-04: 42 s for two arms at two budgets)
 
 
 # -- the kernels --------------------------------------------------------------------------------------------
@@ -813,8 +822,13 @@ def acf_choice(value: str) -> str:
 
 
 def helion_acf_list(out: Path, choice: str) -> list[str]:
-    """Helion's ACF list as ``--helion-acfs`` names it (``compileiq``: drawn now into a folder of OUT)."""
+    """Helion's ACF list as ``--helion-acfs`` names it (``compileiq``: the list an earlier command drew into OUT,
+    else drawn now into a folder of OUT: one list for every kernel of a table recorded over several calls)."""
     if choice == "compileiq":
+        drawn = sorted((p for p in out.glob("helion_acfs_*") if len(list(p.glob("*.acf"))) == HELION_ACFS),
+                       key=lambda p: p.stat().st_mtime)
+        if drawn:
+            return sorted(str(p) for p in drawn[-1].glob("*.acf"))
         return compileiq_acfs(out / f"helion_acfs_{time.strftime('%H%M%S')}", HELION_ACFS)
     return sorted(str(p) for p in (ACF_DIR if choice == "shipped" else Path(choice)).glob("*.acf"))
 
@@ -855,6 +869,27 @@ def fanout_jobs(args: argparse.Namespace, names: list[str], estimates: list[floa
     return jobs
 
 
+def done_before(out: Path, jobs: list[GpuJob]) -> tuple[list[GpuJob], list[str]]:
+    """Leave out the jobs an earlier command on OUT ran to exit code 0 with the same arguments (OUT/fanout.jsonl)
+    whose part is still there: a table recorded over several calls picks up where the last call stopped, with the
+    same command. Their dependants no longer wait for them. To run a job again, delete its part folder."""
+    log, done = out / "fanout.jsonl", set()
+    for line in log.read_text().splitlines() if log.exists() else []:
+        for job in json.loads(line).get("jobs", []):
+            if job.get("returncode") == 0 and "error" not in job and "skipped" not in job:
+                done.add(json.dumps(job["cmd"][2:]))  # past the interpreter and the script's path
+
+    def ran(job: GpuJob) -> bool:
+        part = Path(job.cmd[job.cmd.index("--out") + 1])
+        return json.dumps(job.cmd[2:]) in done and (part / "ttq.json").exists()
+
+    keep = [j for j in jobs if not ran(j)]
+    names = {j.name for j in keep}
+    for job in keep:
+        job.after = tuple(a for a in job.after if a in names)
+    return keep, [j.name for j in jobs if j not in keep]
+
+
 def expected_wall_s(jobs: list[GpuJob], n_slots: int) -> float:
     """When the last job would end by the estimates, each started as :func:`common.run_on_gpus` starts it: in list
     order, once a slot is free and its prerequisites have ended."""
@@ -878,7 +913,9 @@ def plan_fan_out(args: argparse.Namespace, names: list[str], estimates: list[flo
     """The slots and jobs of a ``--gpus`` command, printed with when they would end by the estimates."""
     acf_arg = str(Path(acfs[0]).parent) if acfs else args.helion_acfs
     slots = gpu_slots(args.gpus, host_gpus())
-    jobs = fanout_jobs(args, names, estimates, arm_estimates, acf_arg)
+    jobs, args.done_before = done_before(args.out, fanout_jobs(args, names, estimates, arm_estimates, acf_arg))
+    if args.done_before:
+        print(f"done in an earlier call, not run again: {args.done_before}", flush=True)
     print(f"fan-out: {len(jobs)} job(s) on GPUs {[s.gpu for s in slots]}, {len(slots[0].cores)} cores each, "
           f"expected {expected_wall_s(jobs, len(slots)):.0f} s (deadline {args.max_s:g} s): "
           f"{[j.name for j in jobs]}", flush=True)
@@ -903,7 +940,8 @@ def end_fan_out(args: argparse.Namespace, slots: list[GpuSlot], jobs: list[GpuJo
     record = {"command": " ".join([sys.executable, *sys.argv]),
               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "slots": [{"gpu": s.gpu, "cores": sorted(s.cores)} for s in slots],
-              "jobs": [{"name": j.name, "cmd": j.cmd, "estimate_s": j.estimate_s, **j.outcome} for j in jobs]}
+              "jobs": [{"name": j.name, "cmd": j.cmd, "estimate_s": j.estimate_s, **j.outcome} for j in jobs],
+              "done_before": args.done_before}
     with open(args.out / "fanout.jsonl", "a") as fh:  # one line per command (two may share OUT, on other GPUs)
         fh.write(json.dumps(record) + "\n")
     for job in jobs:

@@ -17,6 +17,7 @@ run_tests() {  # $1: test paths, $2: log tag; ncu tests keep their outputs as fi
   PARETOTUNE_NCU_RECORD_DIR=$OUTDIR/ncu_fixtures timeout ${TESTS_TIMEOUT:-330} python3 -m pytest ${1//,/ } -m gpu -v "${par[@]}" \
     --tb=short --timeout=${TEST_TIMEOUT:-170} --durations=0 -p no:cacheprovider 2>&1 | tee "$OUTDIR/gpu_tests$2.log" | tail -25
 }
+ttq_deadline() { [ -n "${TTQ_END:-}" ] && echo "--max-s $(( TTQ_END - $(date +%s) ))"; }
 pack() {  # only 8 files come back from a device call: everything but the top-level logs goes into one archive
   (cd "$OUTDIR" && find . -mindepth 1 -maxdepth 1 ! -name '*.log' ! -name 'session.tgz' -print0 | xargs -0 -r tar czf session.tgz \
     && find . -mindepth 1 -maxdepth 1 ! -name '*.log' ! -name 'session.tgz' -exec rm -rf {} +)
@@ -93,11 +94,14 @@ for step in "$@"; do
       timeout 90 python3 -m paretotune.cli run /tmp/imports_run.yaml --out "$OUTDIR/runs/imports" --quiet 2>&1 | tail -5
       kill $sampler; python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['start_s'])" "$OUTDIR/runs/imports/run.json"
       awk -F, 'NF==3 {print $1}' "$OUTDIR/cuda_contexts.txt" | sort -u | wc -l | sed 's/^/processes that held a CUDA context: /' ;;
-    ttq)  # issue 19: time to quality, every tool on the same GPU (TTQ_ARGS: --kernels --budgets --strategies --max-s)
-      log ttq; timeout ${TTQ_TIMEOUT:-560} python3 benchmarks/bench_time_to_quality.py --out "$OUTDIR/ttq" ${TTQ_ARGS:-} 2>&1 | tail -40 ;;
+    ttq)  # time to quality, every tool on the same GPU (TTQ_ARGS: --kernels --budgets --strategies --max-s);
+      # TTQ_OUT: a results folder that travels with the tree (a table recorded over several calls); TTQ_END: the
+      # epoch second by which the ttq steps must end (--max-s from it, for ttq and ttq_more alike)
+      log ttq; timeout ${TTQ_TIMEOUT:-560} python3 benchmarks/bench_time_to_quality.py --out "${TTQ_OUT:-$OUTDIR/ttq}" \
+        $(ttq_deadline) ${TTQ_ARGS:-} 2>&1 | tail -40 ;;
     ttq_more)  # a second time-to-quality run in the same call, e.g. other kernels with other strategies (TTQ_MORE_ARGS)
-      log ttq_more; timeout ${TTQ_MORE_TIMEOUT:-560} python3 benchmarks/bench_time_to_quality.py --out "$OUTDIR/ttq_more" \
-        ${TTQ_MORE_ARGS:-} 2>&1 | tail -40 ;;
+      log ttq_more; timeout ${TTQ_MORE_TIMEOUT:-560} python3 benchmarks/bench_time_to_quality.py \
+        --out "${TTQ_OUT:-$OUTDIR/ttq_more}" $(ttq_deadline) ${TTQ_MORE_ARGS:-} 2>&1 | tail -40 ;;
     compile)  # seconds per Helion compile on this host's CPU, one process alone and twelve at once
       log compile; timeout ${COMPILE_TIMEOUT:-150} python3 benchmarks/bench_helion_compile.py \
         --out "$OUTDIR/helion_compile.json" --configs 6 --parallel 1,12 2>&1 | grep -v "^{" | tail -8 ;;

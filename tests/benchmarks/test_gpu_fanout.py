@@ -174,3 +174,46 @@ def test_split_jobs_follow_the_retime_mode(ttq: ModuleType, tmp_path: Path, reti
     for job in jobs:
         if job.name == "k":
             assert job.cmd[job.cmd.index("--arms-from") + 1] == f"{parts / 'k.paretotune'},{parts / 'k.other'}"
+
+
+def test_a_later_call_runs_only_what_earlier_calls_left(ttq: ModuleType, tmp_path: Path) -> None:
+    """A table recorded over several device calls: the same command again leaves out the jobs an earlier call
+    ran to exit code 0 whose parts are still there; a job killed at the deadline, skipped, failed, run with other
+    arguments, or whose part was deleted runs again, and a re-timing no longer waits for arms done before."""
+    import argparse
+
+    args = argparse.Namespace(out=tmp_path, budgets="60,120", workers=8, rounds=15, split_arms=True,
+                              retime="auto", strategies="default", helion_effort="full")
+    jobs = ttq.fanout_jobs(args, ["a", "b", "c"], [300.0] * 3, [135.0, 135.0], "acfs")
+    by = {j.name: j for j in jobs}
+
+    def outcome(name: str, **extra: object) -> dict:
+        return {"name": name, "cmd": by[name].cmd, "returncode": 0, **extra}
+
+    earlier = [outcome("a.paretotune"), outcome("a.other"), outcome("a"), outcome("b.paretotune"),
+               outcome("b.other", error="killed at the deadline (560 s)", returncode=-9),
+               outcome("b", skipped="after b.other, which did not end with exit code 0"),
+               outcome("c.paretotune", returncode=1)]
+    other_args = {**outcome("c.other"), "cmd": [*by["c.other"].cmd[:-1], str(tmp_path / "elsewhere")]}
+    (tmp_path / "fanout.jsonl").write_text(json.dumps({"jobs": earlier}) + "\n" + json.dumps({"jobs": [other_args]}))
+    for name in ("a.paretotune", "a.other", "a", "b.paretotune", "b.other", "c.other"):
+        (tmp_path / "parts" / name).mkdir(parents=True)
+        (tmp_path / "parts" / name / "ttq.json").write_text("{}")
+    (tmp_path / "parts" / "a" / "ttq.json").unlink()  # deleted: run again
+
+    left, done = ttq.done_before(tmp_path, ttq.fanout_jobs(args, ["a", "b", "c"], [300.0] * 3, [135.0, 135.0], "acfs"))
+    assert done == ["a.paretotune", "a.other", "b.paretotune"]
+    assert {j.name: j.after for j in left} == {"a": (), "b.other": (), "b": ("b.other",), "c.paretotune": (),
+                                               "c.other": (), "c": ("c.paretotune", "c.other")}
+
+
+def test_every_call_on_one_table_gives_helion_the_same_acf_list(ttq: ModuleType, tmp_path: Path) -> None:
+    """Helion's 8 CompileIQ samples are drawn once per results folder: a later call (or a later command of the
+    same call) reuses them, so every kernel of the table is tuned with one list and resumed jobs keep their
+    arguments. A folder left half-written is not taken."""
+    (tmp_path / "helion_acfs_000000").mkdir()
+    (tmp_path / "helion_acfs_000000" / "one.acf").write_text("x")  # not a whole list
+    first = ttq.helion_acf_list(tmp_path, "compileiq")
+    assert len(first) == ttq.HELION_ACFS and all(Path(p).read_bytes() for p in first)
+    assert Path(first[0]).parent.name != "helion_acfs_000000"
+    assert ttq.helion_acf_list(tmp_path, "compileiq") == first
