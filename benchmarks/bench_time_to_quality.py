@@ -439,6 +439,7 @@ def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any
     if not entries:
         return {"error": "no arm reached a kernel by any budget"}
     cfg = work / name / "retime.yaml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)  # a re-timing job of its own has no arm folder here
     cfg.write_text(campaign_text(name, spec, "joint", 60, 1))
     ptxas = find_ptxas()
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
