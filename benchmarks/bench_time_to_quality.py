@@ -601,6 +601,36 @@ def write_table(out: Path, result: dict[str, Any], budgets: list[float]) -> list
     return rows
 
 
+def write_markdown(out: Path, result: dict[str, Any], budgets: list[float]) -> str:
+    """OUT/ttq.md, the README's table: per kernel each tool's score by each budget (what its user ships, re-timed;
+    '-' where the tool was not run that long), and for the last budget paretotune's pick split into its config's
+    and its ACF's share, with its bandwidth as a fraction of the copy ceiling."""
+    heads = [f"{tool} by {b:g} s" for tool in ("paretotune", "Helion") for b in budgets]
+    lines = ["| kernel | " + " | ".join(heads) + " | paretotune's pick: config x ACF; of the copy ceiling | notes |",
+             "|---" * (len(heads) + 3) + "|"]
+    for kname, k in result["kernels"].items():
+        arms = {("paretotune" if a["tool"] == "paretotune-default" else "Helion"): a for a in k.get("arms", [])
+                if a["tool"] == "paretotune-default" or a["tool"].startswith("helion-autotune")}
+        cells, notes = [], [f"{k['error'][:80]}" for _ in [0] if k.get("error")]
+        for tool in ("paretotune", "Helion"):
+            arm = arms.get(tool, {})
+            for b in (f"{b:g}" for b in budgets):
+                value = score(arm["tool"], arm.get("best_by", {}).get(b)) if b in arm.get("budgets", ()) else None
+                cells.append("-" if value is None else f"{value:.3f}x")
+            if arm.get("error"):
+                notes.append(f"{tool}: {arm['error'][:70]}")
+        last = (arms.get("paretotune", {}).get("best_by") or {}).get(f"{budgets[-1]:g}") or {}
+        twin, timed = last.get("twin") or {}, last.get("retimed") or {}
+        split = (f"{twin['speedup']:.3f}x x {last['acf_share']:.3f}x" if twin and last.get("acf_share")
+                 else f"{timed['speedup']:.3f}x x 1 (no ACF)" if timed else "-")
+        of_copy = f"; {timed['of_copy']:.2f}" if timed.get("of_copy") is not None else ""
+        lines.append(f"| {kname.removeprefix('pretuned_')} | " + " | ".join(cells) + f" | {split}{of_copy} | "
+                     + "; ".join(notes).replace("|", "/").replace("\n", " ") + " |")
+    text = "\n".join(lines) + "\n"
+    (out / "ttq.md").write_text(text)
+    return text
+
+
 def plot(out: Path, result: dict[str, Any]) -> None:
     try:
         import matplotlib
@@ -786,6 +816,7 @@ def report(out: Path, result: dict[str, Any], budgets: list[float]) -> None:
     """Write the table, the plot and the summary; print them."""
     rows = _save(out, result, budgets)
     plot(out, result)
+    write_markdown(out, result, budgets)
     cols = ["kernel", "tool", *[c for b in budgets for c in (f"best_ms_by_{b:g}s", f"retimed_speedup_by_{b:g}s")],
             "gpu_busy_fraction", "error"]
     print("\t".join(cols))

@@ -100,3 +100,19 @@ def test_pretuned_all_is_the_ten_workload_kernels_each_at_its_own_file(ttq: Modu
     assert rope["kernel"]["source"] == str(ttq.WORKLOADS / "rope" / "rope.py") + ":rope_fwd"
     assert rope["helion"] == (str(ttq.WORKLOADS / "rope" / "rope.py"), "rope_fwd")
     assert known["pretuned_layer_norm"]["helion"] == (str(ttq.WORKLOADS / "layer_norm" / "layer_norm.py"), "layer_norm")
+
+
+def test_the_readme_table_has_each_tools_score_by_budget_and_the_picks_shares(ttq: ModuleType,
+                                                                              tmp_path: Path) -> None:
+    """ttq.md: what each tool's user ships by each budget (a regression below 1.0, a budget the tool was not run
+    for '-'), paretotune's last pick as config share x ACF share with its fraction of the copy, and the failure."""
+    ours = arm("paretotune-default", {"60": 0.0170, "120": 0.0168}, {"60": 1.11, "120": 1.13}, {"60": 0.97, "120": 0.99})
+    ours["best_by"]["120"].update(twin={"speedup": 1.10}, acf_share=1.027)
+    theirs = {**arm("helion-autotune-full", {"60": 0.0190}, {"60": 0.86}, {"60": 0.89}),
+              "error": "hung: killed by the watchdog"}
+    result = {"kernels": {"pretuned_rms_norm": {"arms": [ours, theirs]}}}
+    text = ttq.write_markdown(tmp_path, result, [60.0, 120.0])
+    assert (tmp_path / "ttq.md").read_text() == text
+    header, rule, row = text.splitlines()
+    assert header.count("|") == rule.count("|") == row.count("|") == 8
+    assert row.startswith("| rms_norm | 1.110x | 1.130x | 0.860x | - | 1.100x x 1.027x; 0.99 | Helion: hung")
