@@ -108,9 +108,11 @@ def per_call_ms(activities: Sequence[Activity], calls: int, flush_names: set[str
             segments[-1] += (act.end_ns - act.start_ns) / 1e6
     if len(segments) == calls and min(segments, default=0.0) > 0:
         return segments
+    named = [i for i, a in enumerate(a for a in gpu if a.name in flush_names) if id(a) not in flushes]
+    unlinked = f"; flush-named activities not linked to a flush: at {named[:5]} of the flush-named" if named else ""
     raise ClockUnavailable(f"{len(gpu)} GPU activities, {len(flushes)} of them flushes; "
                            f"{len(segments)} flush-to-flush segments ({sum(s > 0 for s in segments)} with work) "
-                           f"for {calls} calls")
+                           f"for {calls} calls{unlinked}")
 
 
 def _ids_within(activities: Sequence[Activity], range_name: str) -> set[int]:
