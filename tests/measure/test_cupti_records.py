@@ -138,6 +138,20 @@ def test_a_profile_that_lost_a_flush_is_taken_again_and_three_are_refused(monkey
     assert cupti_samples(lambda: None, 3) == pytest.approx([0.019, 0.020, 0.021]) and taken == [3, 3]
     taken.clear()
     with pytest.raises(ClockUnavailable, match=rf"^{CUPTI_PROFILES} profiles refused: .*1 flush-to-flush segments.*"
-                                                   r"not linked to a flush: at \[1, 2\] of the flush-named$"):
+                                                   r"without a flush link: 1 \(no link\), 2 \(no link\)$"):
         cupti_samples(lambda: None, 3)
     assert len(taken) == CUPTI_PROFILES
+
+
+def test_a_flush_that_lost_its_link_is_still_a_flush_unless_a_call_op_claims_it() -> None:
+    """The H200 (torch 2.11) lost the link of 1 or 2 flushes in 400 calls of ~100 us Helion kernels, at no fixed
+    place: where the other flushes are linked, such a flush still ends its segment; one whose link points at an op
+    of a call is that call's own work, and the count then refuses the profile."""
+    acts = profile([[19], [20], [21], [22]], link_calls=False)
+    memsets = [a for a in acts if a.name == "memset"]
+    no_link = [Activity(a.name, a.kind, a.start_ns, a.end_ns, a.id, 0) if a is memsets[2] else a for a in acts]
+    assert per_call_ms(no_link, 4, FLUSH) == pytest.approx([0.019, 0.020, 0.021, 0.022])
+    call_op = [a.id for a in acts if a.name == CALL_RANGE][1]
+    claimed = [Activity(a.name, a.kind, a.start_ns, a.end_ns, a.id, call_op) if a is memsets[2] else a for a in acts]
+    with pytest.raises(ClockUnavailable, match=r"3 flush-to-flush segments .* 2 \(a call op\)$"):
+        per_call_ms(claimed, 4, FLUSH)
