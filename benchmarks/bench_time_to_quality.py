@@ -1000,12 +1000,13 @@ def fold_arms(result: dict[str, Any], part: dict[str, Any]) -> None:
 
 
 def merge_parts(out: Path) -> dict[str, Any]:
-    """One result of every part under OUT/parts/, oldest first (a re-timing, written after its arms, keeps the
-    arms it filled in), with every part's calls and budgets (a kernel run for 300 s beside others run for 120 s:
-    the table's 300 s column has its row only)."""
+    """One result of every part under OUT/parts/, oldest first by the date its last command started (a re-timing,
+    started after its arms ended, keeps the arms it filled in; file times are not kept by a copy or a checkout),
+    with every part's calls and budgets (a kernel run for 300 s beside others run for 120 s: the table's 300 s
+    column has its row only)."""
     result: dict[str, Any] = {"budgets_s": [], "kernels": {}, "calls": [], "parts": []}
-    for path in sorted((out / PARTS).glob("*/ttq.json"), key=lambda p: p.stat().st_mtime):
-        part = json.loads(path.read_text())
+    parts = [(json.loads(path.read_text()), path) for path in (out / PARTS).glob("*/ttq.json")]
+    for part, path in sorted(parts, key=lambda pp: (pp[0].get("date") or "", pp[1].stat().st_mtime)):
         result.update({k: part[k] for k in ("gpu", "versions", "machine", "acf_list", "helion_acfs") if k in part})
         result["calls"] += part.get("calls") or [{k: part.get(k) for k in ("command", "date", "versions")}]
         result["parts"].append(path.parent.name)

@@ -217,3 +217,23 @@ def test_every_call_on_one_table_gives_helion_the_same_acf_list(ttq: ModuleType,
     assert len(first) == ttq.HELION_ACFS and all(Path(p).read_bytes() for p in first)
     assert Path(first[0]).parent.name != "helion_acfs_000000"
     assert ttq.helion_acf_list(tmp_path, "compileiq") == first
+
+
+def test_the_merge_orders_parts_by_when_their_commands_ran_not_by_file_times(ttq: ModuleType, tmp_path: Path) -> None:
+    """A copy or a checkout gives every part a new file time: the re-timing's part (started after its arms ended)
+    still wins over the arms' own parts, and an arm run again after a re-timing replaces the re-timed one."""
+    def part(job: str, date: str, tool: str, retimed: bool) -> None:
+        folder = tmp_path / "parts" / job
+        folder.mkdir(parents=True)
+        one = {**arm(tool), **({"budgets": ["60"], "best_by": {"60": {"retimed": {"speedup": 1.02}}}} if retimed
+                               else {})}
+        (folder / "ttq.json").write_text(json.dumps({"date": date, "budgets_s": [60.0], "kernels": {
+            "k": {"arms": [one]}}}))
+
+    part("k", "2026-12-05T03:55:00Z", "paretotune-default", retimed=True)  # written first here, ran last there
+    part("k.paretotune", "2026-12-05T03:02:00Z", "paretotune-default", retimed=False)
+    part("j", "2026-12-05T03:55:00Z", "helion-autotune-full", retimed=True)
+    part("j.other", "2026-12-05T04:30:00Z", "helion-autotune-full", retimed=False)  # run again since
+    arms = {a["tool"]: a for a in ttq.merge_parts(tmp_path)["kernels"]["k"]["arms"]}
+    assert arms["paretotune-default"]["best_by"]["60"]["retimed"]["speedup"] == 1.02
+    assert "best_by" not in arms["helion-autotune-full"]
