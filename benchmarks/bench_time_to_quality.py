@@ -621,8 +621,10 @@ def write_markdown(out: Path, result: dict[str, Any], budgets: list[float]) -> s
                 notes.append(f"{tool}: {arm['error'][:70]}")
         last = (arms.get("paretotune", {}).get("best_by") or {}).get(f"{budgets[-1]:g}") or {}
         twin, timed = last.get("twin") or {}, last.get("retimed") or {}
-        split = (f"{twin['speedup']:.3f}x x {last['acf_share']:.3f}x" if twin and last.get("acf_share")
+        split = ("baseline kept" if last.get("is_baseline") else
+                 f"{twin['speedup']:.3f}x x {last['acf_share']:.3f}x" if twin and last.get("acf_share")
                  else f"{timed['speedup']:.3f}x x 1 (no ACF)" if timed else "-")
+        split += " (not significant)" if timed and not last.get("is_baseline") and not timed.get("significant") else ""
         of_copy = f"; {timed['of_copy']:.2f}" if timed.get("of_copy") is not None else ""
         lines.append(f"| {kname.removeprefix('pretuned_')} | " + " | ".join(cells) + f" | {split}{of_copy} | "
                      + "; ".join(notes).replace("|", "/").replace("\n", " ") + " |")
