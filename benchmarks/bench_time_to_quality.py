@@ -50,6 +50,8 @@ OUT/parts/; the same command in the next call (OUT travelling with the tree) lea
 ran to the end (``OUT/fanout.jsonl``) and goes on from there, with the Helion ACF list the first call drew. In
 ``benchmarks/gpu_session.sh``: ``TTQ_OUT=benchmarks/results/ttq42 TTQ_END=<epoch second the call must end by>
 TTQ_MORE_ARGS="--gpus 1 --split-arms --budgets 60,120 --kernels ..." bash benchmarks/gpu_session.sh env ttq_more``.
+Between sessions the folder's raw runs are packed (``benchmarks/archive_runs.py``); a run on it is refused until
+they are unpacked in place (the re-timings read the arms' ACF files; Helion's list must not be drawn again).
 
 On a host with several GPUs, ``--gpus`` runs one kernel's job per GPU side by side, each child seeing only its
 GPU and pinned to that GPU's share of the host's cores (an H200 host has 16 per GPU, so each job builds on as
@@ -719,6 +721,7 @@ def main() -> None:
         result = merge_parts(args.out)
         report(args.out, result, result["budgets_s"])
         return
+    packed(args.out)
     known = kernels()
     names = {"all": list(known), PRETUNED_ALL: [f"pretuned_{k}" for k in PRETUNED_TEN]}.get(
         args.kernels, args.kernels.split(","))
@@ -999,6 +1002,23 @@ def fold_arms(result: dict[str, Any], part: dict[str, Any]) -> None:
         for key in ("retime", "winner_by", "error", "traceback"):
             if key in entry:
                 have[key] = entry[key]
+
+
+def packed(out: Path) -> None:
+    """Refuse (exit 2) an OUT whose raw runs are packed (``benchmarks/archive_runs.py``) and not unpacked: its
+    re-timings read the arms' ACF files, and without Helion's ACF list a new one would be drawn and every Helion
+    arm run again."""
+    import tarfile
+
+    archive = out / "runs.tar.xz"
+    if not archive.exists():
+        return
+    with tarfile.open(archive) as tar:
+        missing = [m.name for m in tar.getmembers() if m.isfile() and not (out / m.name).exists()]
+    if missing:
+        print(f"{archive}: {len(missing)} packed files are not unpacked (first: {missing[0]}); "
+              f"first: tar -xJf {archive} -C {out}", file=sys.stderr)
+        raise SystemExit(2)
 
 
 def merge_parts(out: Path) -> dict[str, Any]:

@@ -237,3 +237,25 @@ def test_the_merge_orders_parts_by_when_their_commands_ran_not_by_file_times(ttq
     arms = {a["tool"]: a for a in ttq.merge_parts(tmp_path)["kernels"]["k"]["arms"]}
     assert arms["paretotune-default"]["best_by"]["60"]["retimed"]["speedup"] == 1.02
     assert "best_by" not in arms["helion-autotune-full"]
+
+
+def test_a_folder_whose_runs_are_packed_is_refused_until_unpacked(ttq: ModuleType, tmp_path: Path) -> None:
+    """Between sessions the raw runs live in runs.tar.xz: the next call must not draw a new Helion ACF list (and
+    run every Helion arm again) or re-time arms without their ACF files; it says how to unpack, exit 2. The table
+    itself (--merge) needs only the parts."""
+    import tarfile
+
+    out = tmp_path / "ttq"
+    (out / "helion_acfs_1").mkdir(parents=True)
+    (out / "helion_acfs_1" / "a.acf").write_text("x")
+    with tarfile.open(out / "runs.tar.xz", "w:xz") as tar:
+        tar.add(out / "helion_acfs_1", arcname="helion_acfs_1")
+    (out / "helion_acfs_1" / "a.acf").unlink()
+    cmd = [sys.executable, str(BENCHMARKS / "bench_time_to_quality.py"), "--out", str(out), "--kernels",
+           "helion_softmax", "--check"]
+    refused = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False,
+                             env={**os.environ, "PYTHONPATH": str(BENCHMARKS.parent)})
+    assert refused.returncode == 2 and f"tar -xJf {out / 'runs.tar.xz'} -C {out}" in refused.stderr
+    assert not (out / "helion_softmax").exists() and not list(out.glob("helion_acfs_*/*.acf"))  # nothing drawn
+    subprocess.run(["tar", "-xJf", str(out / "runs.tar.xz"), "-C", str(out)], check=True)
+    ttq.packed(out)  # unpacked: no refusal
