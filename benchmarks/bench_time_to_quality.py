@@ -471,6 +471,8 @@ def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any
                 reached["search_vs_retime_pct"] = 100 * (point_search / reached["retimed"]["speedup"] - 1)
             twin = timed.get(reached["twin_id"]) if reached["twin_id"] is not None else None
             reached["twin"] = twin
+            if reached["retimed"]:
+                reached["gate"] = own_gate(samples, reached["id"], reached["twin_id"])
             if reached["retimed"] and twin:  # the gain splits: total = config's share (the twin's) x the ACF's,
                 # the ACF's judged as `validate` judges it (candidate against twin), so the two multiply to the total
                 share = compare(samples[str(reached["twin_id"])], samples[str(reached["id"])], direction="min")
@@ -480,7 +482,20 @@ def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any
             "baseline_host_ms": (data.get("host_ms") or {}).get("baseline"), "ceiling": ceiling,
             "baseline_bandwidth": bandwidth(ceiling, _median(samples["baseline"])),
             "control": timed.get(CONTROL_ID), "candidates": [{**e, **(timed.get(e["candidate_id"]) or {})}
-                                                             for e in entries]}
+                                                             for e in entries],
+            "samples": samples}  # ms per round and arm: a verdict can be judged again from the data
+
+
+def own_gate(samples: dict[str, list[float]], pick: int, twin: int | None) -> dict[str, Any]:
+    """The verdict ``paretotune validate`` gives a run whose front is this pick: Holm over the pick and its no-ACF
+    twin alone, from the same samples. The re-timing's own table adjusts over every tool's picks timed beside it,
+    a family up to six times larger that no user's validation has (it made the gate stricter for paretotune
+    alone: only its score is gated)."""
+    from paretotune.pareto.stats import validate_front
+
+    family = {pick: samples[str(pick)], **({twin: samples[str(twin)]} if twin is not None else {})}
+    row = validate_front(samples["baseline"], family, direction="min").iloc[0]
+    return {"p_holm": float(row["p_holm"]), "significant": bool(row["significant"]), "family": len(family)}
 
 
 def score(tool: str, reached: dict[str, Any] | None) -> float | None:
@@ -493,8 +508,9 @@ def score(tool: str, reached: dict[str, Any] | None) -> float | None:
     timed = reached.get("retimed")
     if not timed:
         return None
-    if tool.startswith("paretotune"):
-        return timed["speedup"] if timed["significant"] and timed["speedup"] > 1 else 1.0
+    if tool.startswith("paretotune"):  # validation's gate, as its own `validate` judges the pick (own_gate)
+        significant = (reached.get("gate") or timed)["significant"]
+        return timed["speedup"] if significant and timed["speedup"] > 1 else 1.0
     return timed["speedup"]
 
 
@@ -587,7 +603,7 @@ def write_table(out: Path, result: dict[str, Any], budgets: list[float]) -> list
                 timed = reached.get("retimed") or {}
                 row[f"best_ms_by_{b:g}s"] = best_by(arm.get("timeline", []), b)
                 row[f"retimed_speedup_by_{b:g}s"] = timed.get("speedup")
-                row[f"significant_by_{b:g}s"] = timed.get("significant")
+                row[f"significant_by_{b:g}s"] = (reached.get("gate") or timed).get("significant")  # as validate
                 row[f"acf_share_by_{b:g}s"] = reached.get("acf_share")
                 row[f"search_vs_retime_pct_by_{b:g}s"] = reached.get("search_vs_retime_pct")
                 row[f"host_ms_by_{b:g}s"] = timed.get("host_ms")
@@ -626,7 +642,8 @@ def write_markdown(out: Path, result: dict[str, Any], budgets: list[float]) -> s
         split = ("baseline kept" if last.get("is_baseline") else
                  f"{twin['speedup']:.3f}x x {last['acf_share']:.3f}x" if twin and last.get("acf_share")
                  else f"{timed['speedup']:.3f}x x 1 (no ACF)" if timed else "-")
-        split += " (not significant)" if timed and not last.get("is_baseline") and not timed.get("significant") else ""
+        significant = (last.get("gate") or timed).get("significant")
+        split += " (not significant)" if timed and not last.get("is_baseline") and not significant else ""
         of_copy = f"; {timed['of_copy']:.2f}" if timed.get("of_copy") is not None else ""
         lines.append(f"| {kname.removeprefix('pretuned_')} | " + " | ".join(cells) + f" | {split}{of_copy} | "
                      + "; ".join(notes).replace("|", "/").replace("\n", " ") + " |")

@@ -116,3 +116,28 @@ def test_the_readme_table_has_each_tools_score_by_budget_and_the_picks_shares(tt
     header, rule, row = text.splitlines()
     assert header.count("|") == rule.count("|") == row.count("|") == 8
     assert row.startswith("| rms_norm | 1.110x | 1.130x | 0.860x | - | 1.100x x 1.027x; 0.99 | Helion: hung")
+
+
+def test_paretotunes_gate_is_its_own_validations_not_the_pooled_re_timings(ttq: ModuleType) -> None:
+    """A 1.5 % gain re-timed beside five other picks: Holm over all six leaves it short of p < 0.01, while
+    ``validate`` on paretotune's run (the pick and its no-ACF twin) accepts it; the score follows validate's gate,
+    and a gain its own validation would refuse still scores 1.0."""
+    import random
+
+    from paretotune.pareto.stats import validate_front
+
+    rng = random.Random(5)
+    baseline = [0.0486 * (1 + rng.gauss(0, 0.008)) for _ in range(15)]
+    samples = {"baseline": baseline, "0": [0.0486 / 1.015 * (1 + rng.gauss(0, 0.008)) for _ in baseline],
+               "1": [0.0486 / 1.013 * (1 + rng.gauss(0, 0.008)) for _ in baseline]}
+    samples |= {str(i): [0.0486 * (1 + rng.gauss(0, 0.02)) for _ in baseline] for i in range(2, 6)}
+    pooled = validate_front(baseline, {int(k): v for k, v in samples.items() if k != "baseline"}, direction="min")
+    gate = ttq.own_gate(samples, 0, 1)
+    assert not pooled.loc[0, "significant"] and gate["significant"] and gate["family"] == 2
+    assert gate["p_holm"] < 0.01 < pooled.loc[0, "p_holm"]
+    reached = {"retimed": {"speedup": 1.015, "significant": False}, "gate": gate}
+    assert ttq.score("paretotune-default", reached) == 1.015
+    assert ttq.score("paretotune-default", {"retimed": {"speedup": 1.015, "significant": False}}) == 1.0  # no gate
+    noisy = ttq.own_gate(samples, 3, None)
+    assert noisy["family"] == 1 and not noisy["significant"]
+    assert ttq.score("paretotune-default", {"retimed": {"speedup": 1.01, "significant": True}, "gate": noisy}) == 1.0
