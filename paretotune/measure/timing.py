@@ -36,7 +36,7 @@ GRAPH_REPLAYS = 10  # do_bench_cudagraph (triton 3.x) times this many replays of
 CUPTI_MAX_CALLS = 400  # per timing: enough for a median, and the profiler's trace stays small to read
 CUPTI_PROBE_CALLS = 20  # the fewest calls a CUPTI timing profiles (a long call's rep_ms may fit fewer)
 CUPTI_PROFILES = 3  # profiles a CUPTI timing takes before it refuses: on the H200 one profile of 400 calls of a
-# 110 us Helion softmax kept 399 flushes (2026-12-05), which stopped that campaign at its baseline
+# 79 us Helion softmax kept 399 flushes (2026-12-05), which stopped that campaign at its baseline
 HOST_COST_CALLS = 20  # launches per host-cost round (far below the launch queue's depth)
 HOST_COST_ROUNDS = 5
 HOST_COST_MAX_S = 0.25  # no more rounds after this: a candidate far slower on the GPU waits out each round's sync
