@@ -498,6 +498,12 @@ def own_gate(samples: dict[str, list[float]], pick: int, twin: int | None) -> di
     return {"p_holm": float(row["p_holm"]), "significant": bool(row["significant"]), "family": len(family)}
 
 
+def gated(reached: dict[str, Any]) -> bool | None:
+    """Whether paretotune's validation would ship this pick: its own gate (:func:`own_gate`) where the re-timing
+    judged one, else the re-timing's own verdict (records from before the gate); None where not re-timed."""
+    return (reached.get("gate") or reached.get("retimed") or {}).get("significant")
+
+
 def score(tool: str, reached: dict[str, Any] | None) -> float | None:
     """What the tool's user has by a budget, as its re-timed speedup over the baseline: a tool that reached nothing
     or nothing faster than its start leaves the baseline (1.0, "no headroom, baseline kept"); paretotune ships only a
@@ -508,9 +514,8 @@ def score(tool: str, reached: dict[str, Any] | None) -> float | None:
     timed = reached.get("retimed")
     if not timed:
         return None
-    if tool.startswith("paretotune"):  # validation's gate, as its own `validate` judges the pick (own_gate)
-        significant = (reached.get("gate") or timed)["significant"]
-        return timed["speedup"] if significant and timed["speedup"] > 1 else 1.0
+    if tool.startswith("paretotune"):
+        return timed["speedup"] if gated(reached) and timed["speedup"] > 1 else 1.0
     return timed["speedup"]
 
 
@@ -603,7 +608,7 @@ def write_table(out: Path, result: dict[str, Any], budgets: list[float]) -> list
                 timed = reached.get("retimed") or {}
                 row[f"best_ms_by_{b:g}s"] = best_by(arm.get("timeline", []), b)
                 row[f"retimed_speedup_by_{b:g}s"] = timed.get("speedup")
-                row[f"significant_by_{b:g}s"] = (reached.get("gate") or timed).get("significant")  # as validate
+                row[f"significant_by_{b:g}s"] = gated(reached)
                 row[f"acf_share_by_{b:g}s"] = reached.get("acf_share")
                 row[f"search_vs_retime_pct_by_{b:g}s"] = reached.get("search_vs_retime_pct")
                 row[f"host_ms_by_{b:g}s"] = timed.get("host_ms")
@@ -629,7 +634,7 @@ def write_markdown(out: Path, result: dict[str, Any], budgets: list[float]) -> s
     for kname, k in result["kernels"].items():
         arms = {("paretotune" if a["tool"] == "paretotune-default" else "Helion"): a for a in k.get("arms", [])
                 if a["tool"] == "paretotune-default" or a["tool"].startswith("helion-autotune")}
-        cells, notes = [], [f"{k['error'][:80]}" for _ in [0] if k.get("error")]
+        cells, notes = [], [k["error"][:80]] if k.get("error") else []
         for tool in ("paretotune", "Helion"):
             arm = arms.get(tool, {})
             for b in (f"{b:g}" for b in budgets):
@@ -642,8 +647,7 @@ def write_markdown(out: Path, result: dict[str, Any], budgets: list[float]) -> s
         split = ("baseline kept" if last.get("is_baseline") else
                  f"{twin['speedup']:.3f}x x {last['acf_share']:.3f}x" if twin and last.get("acf_share")
                  else f"{timed['speedup']:.3f}x x 1 (no ACF)" if timed else "-")
-        significant = (last.get("gate") or timed).get("significant")
-        split += " (not significant)" if timed and not last.get("is_baseline") and not significant else ""
+        split += " (not significant)" if timed and not last.get("is_baseline") and not gated(last) else ""
         of_copy = f"; {timed['of_copy']:.2f}" if timed.get("of_copy") is not None else ""
         lines.append(f"| {kname.removeprefix('pretuned_')} | " + " | ".join(cells) + f" | {split}{of_copy} | "
                      + "; ".join(notes).replace("|", "/").replace("\n", " ") + " |")
@@ -963,39 +967,40 @@ def expected_wall_s(jobs: list[GpuJob], n_slots: int) -> float:
 
 
 def plan_fan_out(args: argparse.Namespace, names: list[str], estimates: list[float], arm_estimates: list[float],
-                 acfs: list[str]) -> tuple[list[GpuSlot], list[GpuJob]]:
-    """The slots and jobs of a ``--gpus`` command, printed with when they would end by the estimates."""
+                 acfs: list[str]) -> tuple[list[GpuSlot], list[GpuJob], list[str]]:
+    """The slots and jobs of a ``--gpus`` command, printed with when they would end by the estimates, and the names
+    of the jobs an earlier call ran (:func:`done_before`)."""
     acf_arg = str(Path(acfs[0]).parent) if acfs else args.helion_acfs
     slots = gpu_slots(args.gpus, host_gpus())
-    jobs, args.done_before = done_before(args.out, fanout_jobs(args, names, estimates, arm_estimates, acf_arg))
-    if args.done_before:
-        print(f"done in an earlier call, not run again: {args.done_before}", flush=True)
+    jobs, done = done_before(args.out, fanout_jobs(args, names, estimates, arm_estimates, acf_arg))
+    if done:
+        print(f"done in an earlier call, not run again: {done}", flush=True)
     print(f"fan-out: {len(jobs)} job(s) on GPUs {[s.gpu for s in slots]}, {len(slots[0].cores)} cores each, "
           f"expected {expected_wall_s(jobs, len(slots)):.0f} s (deadline {args.max_s:g} s): "
           f"{[j.name for j in jobs]}", flush=True)
-    return slots, jobs
+    return slots, jobs, done
 
 
 def fan_out(args: argparse.Namespace, names: list[str], estimates: list[float], arm_estimates: list[float],
             acfs: list[str]) -> None:
     """Run the kernels' jobs on ``--gpus`` GPUs side by side (:func:`common.run_on_gpus`), every Helion arm with
     the same ACF list, then merge every part OUT holds (earlier calls' too) into OUT/ttq.json."""
-    slots, jobs = plan_fan_out(args, names, estimates, arm_estimates, acfs)
+    slots, jobs, done = plan_fan_out(args, names, estimates, arm_estimates, acfs)
     if args.check:
         return
     try:
         run_on_gpus(jobs, slots, args.max_s)
     finally:  # stopped (the device call's timeout): what the jobs that ended wrote is still merged
-        end_fan_out(args, slots, jobs)
+        end_fan_out(args, slots, jobs, done)
 
 
-def end_fan_out(args: argparse.Namespace, slots: list[GpuSlot], jobs: list[GpuJob]) -> None:
+def end_fan_out(args: argparse.Namespace, slots: list[GpuSlot], jobs: list[GpuJob], done: list[str]) -> None:
     """Record the jobs' outcomes (OUT/fanout.jsonl), then merge every part into the table."""
     record = {"command": " ".join([sys.executable, *sys.argv]),
               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "slots": [{"gpu": s.gpu, "cores": sorted(s.cores)} for s in slots],
               "jobs": [{"name": j.name, "cmd": j.cmd, "estimate_s": j.estimate_s, **j.outcome} for j in jobs],
-              "done_before": args.done_before}
+              "done_before": done}
     with open(args.out / "fanout.jsonl", "a") as fh:  # one line per command (two may share OUT, on other GPUs)
         fh.write(json.dumps(record) + "\n")
     for job in jobs:
