@@ -79,8 +79,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from common import GpuJob, GpuSlot, gpu_slots, host_gpus, run_meta, run_on_gpus, run_with_watchdog, stored_records
-from common import cpu_model, cpu_topology, load_average
+from common import GpuJob, GpuSlot, gpu_slots, host_gpu_names, run_meta, run_on_gpus, run_with_watchdog
+from common import cpu_model, cpu_topology, load_average, stored_records
 from paretotune.measure.ceiling import bandwidth  # validate's own rule; the module imports no torch
 ROOT = Path(__file__).resolve().parents[1]
 ACF_DIR = ROOT / "benchmarks" / "inputs" / "ttq_acfs"
@@ -595,7 +595,7 @@ def write_table(out: Path, result: dict[str, Any], budgets: list[float]) -> list
             rows.append({"kernel": kname, "tool": "-", "error": k["error"][:300]})
         ceiling = (k.get("retime") or {}).get("ceiling") or {}
         for arm in k.get("arms", []):
-            row = {"kernel": kname, "tool": arm["tool"], "error": arm.get("error", ""),
+            row = {"kernel": kname, "tool": arm["tool"], "gpu": arm.get("gpu"), "error": arm.get("error", ""),
                    "tensor_bytes": ceiling.get("bytes"), "copy_ceiling_ms": ceiling.get("copy_ms"),
                    "copy_ceiling_gbps": ceiling.get("copy_gbps"),
                    "candidates": arm.get("candidates", arm.get("configs_tested")),
@@ -629,8 +629,8 @@ def write_markdown(out: Path, result: dict[str, Any], budgets: list[float]) -> s
     '-' where the tool was not run that long), and for the last budget paretotune's pick split into its config's
     and its ACF's share, with its bandwidth as a fraction of the copy ceiling."""
     heads = [f"{tool} by {b:g} s" for tool in ("paretotune", "Helion") for b in budgets]
-    lines = ["| kernel | " + " | ".join(heads) + " | paretotune's pick: config x ACF; of the copy ceiling | notes |",
-             "|---" * (len(heads) + 3) + "|"]
+    lines = ["| kernel | GPU | " + " | ".join(heads) + " | paretotune's pick: config x ACF; of the copy ceiling | notes |",
+             "|---" * (len(heads) + 4) + "|"]
     for kname, k in result["kernels"].items():
         arms = {("paretotune" if a["tool"] == "paretotune-default" else "Helion"): a for a in k.get("arms", [])
                 if a["tool"] == "paretotune-default" or a["tool"].startswith("helion-autotune")}
@@ -649,7 +649,9 @@ def write_markdown(out: Path, result: dict[str, Any], budgets: list[float]) -> s
                  else f"{timed['speedup']:.3f}x x 1 (no ACF)" if timed else "-")
         split += " (not significant)" if timed and not last.get("is_baseline") and not gated(last) else ""
         of_copy = f"; {timed['of_copy']:.2f}" if timed.get("of_copy") is not None else ""
-        lines.append(f"| {kname.removeprefix('pretuned_')} | " + " | ".join(cells) + f" | {split}{of_copy} | "
+        gpus = sorted({a["gpu"].removeprefix("NVIDIA ") for a in k.get("arms", []) if a.get("gpu")})
+        lines.append(f"| {kname.removeprefix('pretuned_')} | {', '.join(gpus) or '-'} | " + " | ".join(cells)
+                     + f" | {split}{of_copy} | "
                      + "; ".join(notes).replace("|", "/").replace("\n", " ") + " |")
     text = "\n".join(lines) + "\n"
     (out / "ttq.md").write_text(text)
@@ -679,7 +681,9 @@ def plot(out: Path, result: dict[str, Any]) -> None:
                 xs.append(t)
                 ys.append(best)
             ax.step(xs, ys, where="post", label=arm["tool"])
-        ax.set_title(kname)
+        gpus = sorted({a["gpu"].removeprefix("NVIDIA ") for a in result["kernels"][kname].get("arms", [])
+                       if a.get("gpu")})
+        ax.set_title(f"{kname} ({', '.join(gpus)})" if gpus else kname)
         ax.set_xlabel("wall seconds")
         ax.set_ylabel("best runtime reached (ms)")
         if ax.get_legend_handles_labels()[0]:
@@ -805,7 +809,7 @@ def main() -> None:
         result["kernels"][kname] = entry
 
         def add(arm: dict[str, Any]) -> None:  # an arm run again in a later call replaces the earlier one
-            arm["cuda_visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")  # which GPU, under --gpus
+            arm.update(cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"), gpu=result["gpu"])  # which GPU
             put_arm(entry, arm)
 
         if time.time() - began + kernel_estimate(kname) > args.max_s:
@@ -829,6 +833,7 @@ def main() -> None:
                 add(triton_arm(args.out, kname, spec, longest))
             _save(args.out, result, budgets)
             if args.retime != "skip":
+                same_gpu(entry["arms"], result["gpu"])
                 entry["retime"] = retime(args.out, kname, spec, entry["arms"], budgets, args.rounds)
                 entry["retime"]["cuda_visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")
                 entry["winner_by"] = winners(entry["arms"], budgets)
@@ -837,6 +842,14 @@ def main() -> None:
             entry["traceback"] = traceback.format_exc(limit=6)
         _save(args.out, result, budgets)
     report(args.out, result, budgets)
+
+def same_gpu(arms: list[dict[str, Any]], gpu: str | None) -> None:
+    """Refuse to re-time picks a search made on another GPU model: the re-timing would rank them on a machine
+    neither search ran on (:func:`elsewhere` keeps the fan-out from planning it)."""
+    other = sorted({a["gpu"] for a in arms if a.get("gpu") and a["gpu"] != gpu})
+    if other:
+        raise RuntimeError(f"the arms ran on {', '.join(other)} and this GPU is {gpu}: re-time them on theirs")
+
 
 def report(out: Path, result: dict[str, Any], budgets: list[float]) -> None:
     """Write the table, the plot and the summary; print them."""
@@ -948,6 +961,31 @@ def done_before(out: Path, jobs: list[GpuJob]) -> tuple[list[GpuJob], list[str]]
     return keep, [j.name for j in jobs if j not in keep]
 
 
+def kernel_parts_gpus(out: Path, kernel: str) -> set[str]:
+    """The GPU models the parts of ``kernel`` under OUT/parts/ were recorded on (its arms' and its re-timing's)."""
+    gpus = set()
+    for path in (out / PARTS).glob("*/ttq.json"):
+        name = path.parent.name
+        if name == kernel or name.startswith(f"{kernel}."):
+            gpu = json.loads(path.read_text()).get("gpu")
+            gpus |= {gpu} if gpu else set()
+    return gpus
+
+
+def elsewhere(out: Path, jobs: list[GpuJob], models: set[str]) -> tuple[list[GpuJob], dict[str, str]]:
+    """Leave out every job of a kernel whose parts were recorded on a GPU model this host's slots are not: a
+    re-timing on an H100 of picks an H200 search made, or one tool's arm on each, would compare across machines.
+    Such a kernel is finished on its own model, or all its parts deleted and run again here. ``models`` empty
+    (no GPU named): nothing to compare, nothing left out."""
+    if not models:
+        return jobs, {}
+    ran_on = {k: kernel_parts_gpus(out, k) for k in {j.name.split(".")[0] for j in jobs}}
+    why = {j.name: f"its kernel's parts ran on {', '.join(sorted(ran_on[j.name.split('.')[0]]))}; this host has "
+                   f"{', '.join(sorted(models))}"
+           for j in jobs if ran_on[j.name.split(".")[0]] - models}
+    return [j for j in jobs if j.name not in why], why
+
+
 def expected_wall_s(jobs: list[GpuJob], n_slots: int) -> float:
     """When the last job would end by the estimates, each started as :func:`common.run_on_gpus` starts it: in list
     order, once a slot is free and its prerequisites have ended."""
@@ -967,40 +1005,46 @@ def expected_wall_s(jobs: list[GpuJob], n_slots: int) -> float:
 
 
 def plan_fan_out(args: argparse.Namespace, names: list[str], estimates: list[float], arm_estimates: list[float],
-                 acfs: list[str]) -> tuple[list[GpuSlot], list[GpuJob], list[str]]:
-    """The slots and jobs of a ``--gpus`` command, printed with when they would end by the estimates, and the names
-    of the jobs an earlier call ran (:func:`done_before`)."""
+                 acfs: list[str]) -> tuple[list[GpuSlot], list[GpuJob], list[str], dict[str, str]]:
+    """The slots and jobs of a ``--gpus`` command, printed with when they would end by the estimates, the names
+    of the jobs an earlier call ran (:func:`done_before`), and the jobs left for another GPU model
+    (:func:`elsewhere`), with why."""
     acf_arg = str(Path(acfs[0]).parent) if acfs else args.helion_acfs
-    slots = gpu_slots(args.gpus, host_gpus())
+    models = host_gpu_names()
+    slots = gpu_slots(args.gpus, len(models))
     jobs, done = done_before(args.out, fanout_jobs(args, names, estimates, arm_estimates, acf_arg))
+    jobs, other_gpu = elsewhere(args.out, jobs, {models[int(s.gpu)] for s in slots if int(s.gpu) < len(models)})
     if done:
         print(f"done in an earlier call, not run again: {done}", flush=True)
+    for name, why in other_gpu.items():
+        print(f"not run on this host: {name}: {why}", flush=True)
     print(f"fan-out: {len(jobs)} job(s) on GPUs {[s.gpu for s in slots]}, {len(slots[0].cores)} cores each, "
           f"expected {expected_wall_s(jobs, len(slots)):.0f} s (deadline {args.max_s:g} s): "
           f"{[j.name for j in jobs]}", flush=True)
-    return slots, jobs, done
+    return slots, jobs, done, other_gpu
 
 
 def fan_out(args: argparse.Namespace, names: list[str], estimates: list[float], arm_estimates: list[float],
             acfs: list[str]) -> None:
     """Run the kernels' jobs on ``--gpus`` GPUs side by side (:func:`common.run_on_gpus`), every Helion arm with
     the same ACF list, then merge every part OUT holds (earlier calls' too) into OUT/ttq.json."""
-    slots, jobs, done = plan_fan_out(args, names, estimates, arm_estimates, acfs)
+    slots, jobs, done, other_gpu = plan_fan_out(args, names, estimates, arm_estimates, acfs)
     if args.check:
         return
     try:
         run_on_gpus(jobs, slots, args.max_s)
     finally:  # stopped (the device call's timeout): what the jobs that ended wrote is still merged
-        end_fan_out(args, slots, jobs, done)
+        end_fan_out(args, slots, jobs, done, other_gpu)
 
 
-def end_fan_out(args: argparse.Namespace, slots: list[GpuSlot], jobs: list[GpuJob], done: list[str]) -> None:
+def end_fan_out(args: argparse.Namespace, slots: list[GpuSlot], jobs: list[GpuJob], done: list[str],
+                other_gpu: dict[str, str]) -> None:
     """Record the jobs' outcomes (OUT/fanout.jsonl), then merge every part into the table."""
     record = {"command": " ".join([sys.executable, *sys.argv]),
               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "slots": [{"gpu": s.gpu, "cores": sorted(s.cores)} for s in slots],
               "jobs": [{"name": j.name, "cmd": j.cmd, "estimate_s": j.estimate_s, **j.outcome} for j in jobs],
-              "done_before": done}
+              "done_before": done, "other_gpu": other_gpu}
     with open(args.out / "fanout.jsonl", "a") as fh:  # one line per command (two may share OUT, on other GPUs)
         fh.write(json.dumps(record) + "\n")
     for job in jobs:
@@ -1020,7 +1064,7 @@ def fold_arms(result: dict[str, Any], part: dict[str, Any]) -> None:
     for kname, entry in part.get("kernels", {}).items():
         have = result["kernels"].setdefault(kname, {"shape": entry.get("shape"), "arms": []})
         for arm in entry.get("arms", []):
-            put_arm(have, arm)
+            put_arm(have, {**arm, "gpu": arm.get("gpu") or part.get("gpu")})  # parts before the field: the part's
         for key in ("retime", "winner_by", "error", "traceback"):
             if key in entry:
                 have[key] = entry[key]
@@ -1051,7 +1095,8 @@ def merge_parts(out: Path) -> dict[str, Any]:
     result: dict[str, Any] = {"budgets_s": [], "kernels": {}, "calls": [], "parts": []}
     parts = [(json.loads(path.read_text()), path) for path in (out / PARTS).glob("*/ttq.json")]
     for part, path in sorted(parts, key=lambda pp: (pp[0].get("date") or "", pp[1].stat().st_mtime)):
-        result.update({k: part[k] for k in ("gpu", "versions", "machine", "acf_list", "helion_acfs") if k in part})
+        result.update({k: part[k] for k in ("versions", "machine", "acf_list", "helion_acfs") if k in part})
+        result["gpus"] = sorted({*result.get("gpus", []), *([part["gpu"]] if part.get("gpu") else [])})
         result["calls"] += part.get("calls") or [{k: part.get(k) for k in ("command", "date", "versions")}]
         result["parts"].append(path.parent.name)
         result["budgets_s"] = sorted({*result["budgets_s"], *part.get("budgets_s", [])})

@@ -354,11 +354,18 @@ class GpuJob:
 
 def host_gpus() -> int:
     """How many GPUs ``nvidia-smi`` lists on this host (0 without one); asks no CUDA context."""
+    return len(host_gpu_names())
+
+
+def host_gpu_names() -> list[str]:
+    """The model of each GPU ``nvidia-smi -L`` lists, by index (``NVIDIA H200``; the name torch's
+    ``get_device_name`` gives); empty without one. Asks no CUDA context."""
     try:
         out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=False).stdout
     except (OSError, subprocess.TimeoutExpired):
-        return 0
-    return sum(line.startswith("GPU ") for line in out.splitlines())
+        return []
+    return [line.split(": ", 1)[1].split(" (UUID")[0].strip() for line in out.splitlines()
+            if line.startswith("GPU ") and ": " in line]
 
 
 def gpu_slots(gpus: list[int], n_host_gpus: int, cores: list[int] | None = None) -> list[GpuSlot]:

@@ -259,3 +259,45 @@ def test_a_folder_whose_runs_are_packed_is_refused_until_unpacked(ttq: ModuleTyp
     assert not (out / "helion_softmax").exists() and not list(out.glob("helion_acfs_*/*.acf"))  # nothing drawn
     subprocess.run(["tar", "-xJf", str(out / "runs.tar.xz"), "-C", str(out)], check=True)
     ttq.packed(out)  # unpacked: no refusal
+
+
+def test_the_gpu_models_are_read_from_nvidia_smi(common: ModuleType, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The models come from ``nvidia-smi -L`` (no CUDA context), as torch's ``get_device_name`` names them."""
+    fake = tmp_path / "bin" / "nvidia-smi"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1a2b)'\n"
+                    "echo 'GPU 1: NVIDIA H200 (UUID: GPU-3c4d)'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    assert common.host_gpu_names() == ["NVIDIA H100 80GB HBM3", "NVIDIA H200"] and common.host_gpus() == 2
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert common.host_gpu_names() == [] and common.host_gpus() == 0
+
+
+def test_a_kernel_begun_on_one_gpu_model_is_not_continued_on_another(ttq: ModuleType, tmp_path: Path) -> None:
+    """A table recorded over calls that land on different machines: a kernel whose arms ran on an H200 is not
+    re-timed (nor its other arm searched) on an H100; a kernel with no parts yet runs on whatever came, and on the
+    model its parts ran on everything runs. The re-timing itself refuses arms from another model too."""
+    import argparse
+
+    args = argparse.Namespace(out=tmp_path, budgets="60,120", workers=8, rounds=15, split_arms=True,
+                              retime="auto", strategies="default", helion_effort="full")
+    jobs = ttq.fanout_jobs(args, ["pretuned_softmax", "pretuned_scaled_mm"], [320.0] * 2, [135.0, 135.0], "acfs")
+    part = tmp_path / "parts" / "pretuned_softmax.paretotune"
+    part.mkdir(parents=True)
+    (part / "ttq.json").write_text(json.dumps({"gpu": "NVIDIA H200", "kernels": {}}))
+    kept, why = ttq.elsewhere(tmp_path, jobs, {"NVIDIA H100 80GB HBM3"})
+    assert [j.name for j in kept] == ["pretuned_scaled_mm.paretotune", "pretuned_scaled_mm.other",
+                                      "pretuned_scaled_mm"]
+    assert sorted(why) == ["pretuned_softmax", "pretuned_softmax.other", "pretuned_softmax.paretotune"]
+    assert why["pretuned_softmax"] == "its kernel's parts ran on NVIDIA H200; this host has NVIDIA H100 80GB HBM3"
+    assert ttq.elsewhere(tmp_path, jobs, {"NVIDIA H200"}) == (jobs, {})
+    assert ttq.elsewhere(tmp_path, jobs, set()) == (jobs, {})  # no GPU named: nothing to compare
+    merged: dict = {"kernels": {}}
+    ttq.fold_arms(merged, {"gpu": "NVIDIA H200", "kernels": {"k": {"arms": [arm("paretotune-default")]}}})
+    arms = merged["kernels"]["k"]["arms"]
+    assert arms[0]["gpu"] == "NVIDIA H200"  # a part written before arms carried their model: the part's
+    ttq.same_gpu(arms, "NVIDIA H200")
+    with pytest.raises(RuntimeError, match="the arms ran on NVIDIA H200 and this GPU is NVIDIA H100 80GB HBM3"):
+        ttq.same_gpu(arms, "NVIDIA H100 80GB HBM3")

@@ -110,12 +110,12 @@ def test_the_readme_table_has_each_tools_score_by_budget_and_the_picks_shares(tt
     ours["best_by"]["120"].update(twin={"speedup": 1.10}, acf_share=1.027)
     theirs = {**arm("helion-autotune-full", {"60": 0.0190}, {"60": 0.86}, {"60": 0.89}),
               "error": "hung: killed by the watchdog"}
-    result = {"kernels": {"pretuned_rms_norm": {"arms": [ours, theirs]}}}
+    result = {"kernels": {"pretuned_rms_norm": {"arms": [{**ours, "gpu": "NVIDIA H200"}, theirs]}}}
     text = ttq.write_markdown(tmp_path, result, [60.0, 120.0])
     assert (tmp_path / "ttq.md").read_text() == text
     header, rule, row = text.splitlines()
-    assert header.count("|") == rule.count("|") == row.count("|") == 8
-    assert row.startswith("| rms_norm | 1.110x | 1.130x | 0.860x | - | 1.100x x 1.027x; 0.99 | Helion: hung")
+    assert header.count("|") == rule.count("|") == row.count("|") == 9
+    assert row.startswith("| rms_norm | H200 | 1.110x | 1.130x | 0.860x | - | 1.100x x 1.027x; 0.99 | Helion: hung")
 
 
 def test_paretotunes_gate_is_its_own_validations_not_the_pooled_re_timings(ttq: ModuleType) -> None:
