@@ -88,8 +88,9 @@ WORKLOADS = ROOT / ".workloads" / "helion-pretuned-sm90"  # git-ignored; ../shar
 STRATEGIES = ("default", "joint", "sequential", "acf-only")  # default: the campaign names no engine (auto)
 DEFAULT_STRATEGIES = ("default",)
 HELION_ACFS = 8  # CompileIQ samples in Helion's autotune_search_acf list
-AFTER_BUDGET_S = 15.0  # per arm past its budget: candidates in flight, closing, the summary (H200, 2026-12-04:
-# paretotune arms of 120 s ended at 129-147 s, a hung candidate in flight; Helion's watchdog allows 15 s)
+AFTER_BUDGET_S = 27.0  # per arm past its budget: candidates in flight, closing, the summary (H200, 2026-12-05:
+# paretotune arms of 120 s ended at 130-141 s, of 300 s at 317-326 s; Helion's, killed by its watchdog 15 s past the
+# budget, at 140-142 s: an estimate of 15 s let a job start that the deadline then killed)
 TRITON_ARM_S = 40.0  # Triton's autotune over its configs, imports included
 RETIME_S = 50.0  # per kernel: the winners by each budget and their no-ACF twins, re-timed in a fresh process
 # (H200, 2026-12-04: 42 s for two arms at two budgets)
@@ -626,10 +627,11 @@ def write_table(out: Path, result: dict[str, Any], budgets: list[float]) -> list
 
 def write_markdown(out: Path, result: dict[str, Any], budgets: list[float]) -> str:
     """OUT/ttq.md, the README's table: per kernel each tool's score by each budget (what its user ships, re-timed;
-    '-' where the tool was not run that long), and for the last budget paretotune's pick split into its config's
-    and its ACF's share, with its bandwidth as a fraction of the copy ceiling."""
+    '-' where the tool was not run that long), and paretotune's pick by the longest budget the kernel was run for
+    split into its config's and its ACF's share, with its bandwidth as a fraction of the copy ceiling."""
     heads = [f"{tool} by {b:g} s" for tool in ("paretotune", "Helion") for b in budgets]
-    lines = ["| kernel | GPU | " + " | ".join(heads) + " | paretotune's pick: config x ACF; of the copy ceiling | notes |",
+    pick = "paretotune's longest-budget pick: config x ACF; of the copy ceiling"
+    lines = ["| kernel | GPU | " + " | ".join(heads) + f" | {pick} | notes |",
              "|---" * (len(heads) + 4) + "|"]
     for kname, k in result["kernels"].items():
         arms = {("paretotune" if a["tool"] == "paretotune-default" else "Helion"): a for a in k.get("arms", [])
@@ -640,9 +642,11 @@ def write_markdown(out: Path, result: dict[str, Any], budgets: list[float]) -> s
             for b in (f"{b:g}" for b in budgets):
                 value = score(arm["tool"], arm.get("best_by", {}).get(b)) if b in arm.get("budgets", ()) else None
                 cells.append("-" if value is None else f"{value:.3f}x")
-            if arm.get("error"):
-                notes.append(f"{tool}: {arm['error'][:70]}")
-        last = (arms.get("paretotune", {}).get("best_by") or {}).get(f"{budgets[-1]:g}") or {}
+            if arm.get("error"):  # when it ended: what it had ranked best by then is what the table re-timed
+                after = f" after {arm['process_wall_s']:.0f} s" if arm.get("process_wall_s") else ""
+                notes.append(f"{tool}{after}: {arm['error'][:70]}")
+        ours = arms.get("paretotune", {})  # its pick by the longest budget this kernel was run for
+        last = (ours.get("best_by") or {}).get(max(ours.get("budgets") or ["0"], key=float)) or {}
         twin, timed = last.get("twin") or {}, last.get("retimed") or {}
         split = ("baseline kept" if last.get("is_baseline") else
                  f"{twin['speedup']:.3f}x x {last['acf_share']:.3f}x" if twin and last.get("acf_share")
