@@ -225,7 +225,8 @@ def paretotune_arm(work: Path, name: str, spec: dict[str, Any], strategy: str, b
             "baseline_ms": base.values.get("runtime") if base else None, "timeline": timeline, "points": points,
             "gpu_busy_fraction": timing.get("gpu_busy_fraction"), "schedule": timing.get("schedule"),
             "gpu_build_s_per_candidate": timing.get("gpu_build_s_per_candidate"), "phases_s": timing.get("phases_s"),
-            "start_s": meta.get("start_s"), "max_candidate_gpu_s": max(held, default=None),
+            "start_s": meta.get("start_s"), "kernel_import_s": meta.get("kernel_import_s"),
+            "max_candidate_gpu_s": max(held, default=None),
             "hung_candidates": timing.get("hung_candidates"), "gpu_lost_s": timing.get("gpu_lost_s"),
             "clocks": timing.get("clocks"), "baseline_drift": timing.get("baseline_drift"),
             "host_load": timing.get("host_load")}

@@ -3,6 +3,7 @@ shapes checked) and the objectives (parameters checked). ``start_run`` calls bot
 directory, so a typo never costs a compile; every message names the file and the field."""
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,30 +17,36 @@ from paretotune.text_file import not_a_file
 
 
 def make_adapter(campaign: Campaign, *, trial_import: bool = False,
-                 after_trial: Callable[[], None] | None = None) -> KernelAdapter:
+                 after_trial: Callable[[], None] | None = None, steps: dict[str, float] | None = None) -> KernelAdapter:
     """Instantiate the adapter for the kernel spec object the campaign names (Triton or Helion).
     ``trial_import``: import every piece of user code it names in one child first, within the import deadline
     (:func:`~paretotune.campaign.trial_import.trial_imports`; the CLI's first look at a campaign does), then
     here with their output hidden (the trial showed it); ``after_trial``: called once all passed (workers
     started early wait for it before they import the code). A kernel that does not mention Helion has no
     heuristic file to find after its import: its trial is all of it, so workers may import it while this
-    process does (a slow import is paid once on the way to the first build, not twice)."""
+    process does (a slow import is paid once on the way to the first build, not twice). ``steps``, if given, gets
+    the seconds of each step (trial import, import, adapter, heuristic, space and checks): where a slow start went."""
     from paretotune.campaign.trial_import import kernel_mentions_helion
     from paretotune.kernels.registry import adapter_for
 
     where = f"{campaign.path}: kernel.source"
     override = campaign.spec.kernel
     early = trial_import and after_trial is not None and not kernel_mentions_helion(campaign)
-    obj = _kernel_object(campaign, trial_import, after_trial if early else None)
+    steps = {} if steps is None else steps
+    obj = _kernel_object(campaign, trial_import, after_trial if early else None, steps)
     from paretotune.kernels.inline import MODULE as INLINE
 
+    t0 = time.monotonic()
     adapter = adapter_for(obj, override.source.rpartition(":")[2], where,
                           as_object=override.source.startswith(f"{INLINE}:"))
     _use_campaign(campaign, adapter)
+    t1 = time.monotonic()
     if trial_import:
         _trial_heuristic(campaign, adapter)
     if after_trial is not None and not early:
         after_trial()
+    t2 = time.monotonic()
+    steps.update(adapter=t1 - t0, heuristic=t2 - t1)
     restrict = getattr(adapter, "restrict_to", None)
     if restrict is not None:  # e.g. an autotuned kernel's configs that its pruning drops on every shape
         try:
@@ -59,13 +66,15 @@ def make_adapter(campaign: Campaign, *, trial_import: bool = False,
         raise UserError(f"{campaign.path}: kernel.space.{exc}") from None
     _check_shapes(campaign, adapter)
     _check_defaults(campaign, adapter)
+    steps["space_and_checks"] = time.monotonic() - t2
     return adapter
 
 
-def _kernel_object(campaign: Campaign, trial_import: bool, passed: Callable[[], None] | None = None) -> Any:
+def _kernel_object(campaign: Campaign, trial_import: bool, passed: Callable[[], None] | None = None,
+                   steps: dict[str, float] | None = None) -> Any:
     """The object ``kernel.source`` names, imported (after a trial import in a child, if asked; ``passed`` is
     called once it passed), made a spec with ``kernel.inputs`` or ``kernel.captured`` where the campaign gives
-    one."""
+    one. ``steps`` gets the seconds of the trial import and of the import itself."""
     import contextlib
     import sys
 
@@ -77,10 +86,12 @@ def _kernel_object(campaign: Campaign, trial_import: bool, passed: Callable[[], 
     add_program_path(program_path)  # before the trial forks: the child finds what the kernel imports too
     codes = named_code(override, campaign.path.parent, str(campaign.path), module)
     check_files(codes)
+    t0 = time.monotonic()
     if trial_import:  # a module already imported here has nothing left to run at import time
         trial_imports([c for c in codes if c.is_file or c.target not in sys.modules])
         if passed is not None:
             passed()
+    t1 = time.monotonic()
     with hidden_output() if trial_import else contextlib.nullcontext():
         obj = import_object(override.source, campaign.path.parent, where, module=module)
         factory = None if override.inputs is None else import_object(override.inputs, campaign.path.parent,
@@ -94,6 +105,8 @@ def _kernel_object(campaign: Campaign, trial_import: bool, passed: Callable[[], 
             raise UserError(f"{where}: {exc}") from None
     if override.captured is not None:
         obj = _captured(campaign, obj)
+    if steps is not None:
+        steps.update(trial_import=t1 - t0, kernel_import=time.monotonic() - t1)
     return obj
 
 

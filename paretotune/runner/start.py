@@ -102,16 +102,18 @@ def prepare_run(campaign: Campaign, ptxas: Ptxas, seed: int, objectives: Sequenc
     directory exists, while the workers start: CompileIQ's space for generated ACFs (here, not before: importing
     CompileIQ would hold the workers' start by half a second), the kernel import and its shapes. Returns the
     run's metadata and the kernel adapter (the loop reuses it: its space and baselines are derived once).
-    ``start_s`` in the metadata: seconds per step. ``after_trial``: called once the kernel passed its trial
-    import (early workers then import it too)."""
+    ``start_s`` in the metadata: seconds per step (``kernel_import_s``: the import's own steps). ``after_trial``:
+    called once the kernel passed its trial import (early workers then import it too)."""
     check_search_space(campaign)
     t1 = time.monotonic()
     # resolve the kernel before any work: a typo fails now
-    adapter = make_adapter(campaign, trial_import=True, after_trial=after_trial)
+    steps: dict[str, float] = {}
+    adapter = make_adapter(campaign, trial_import=True, after_trial=after_trial, steps=steps)
     t2 = time.monotonic()
     meta = run_meta(campaign, ptxas, objective_columns(campaign, objectives), seed)
     meta["kernel"] = kernel_meta(campaign, adapter)
     meta["start_s"] = {"kernel_import": round(t2 - t1, 3), "baselines_and_space": round(time.monotonic() - t2, 3)}
+    meta["kernel_import_s"] = {k: round(v, 3) for k, v in steps.items()}  # start_s's kernel_import, step by step
     return meta, adapter
 
 

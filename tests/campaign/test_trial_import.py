@@ -72,3 +72,20 @@ def test_workers_may_import_the_kernel_once_its_trial_passed_unless_a_heuristic_
     child, parent = log.read_text().split()  # the trial child's import, then this process's
     assert parent == str(os.getpid()) != child
     assert at_signal == ([[child]] if early else [[child, parent]])
+
+
+def test_the_import_says_which_of_its_steps_took_the_time(tmp_path: Path) -> None:
+    """run.json's ``kernel_import_s``: a kernel file whose import sleeps shows it twice, in the trial child's import
+    and in this process's own, and nowhere else; a slow start on a GPU host can then be read off its runs."""
+    from paretotune.campaign.load import campaign_from_text
+    from paretotune.campaign.resolve import make_adapter
+
+    (tmp_path / "kern.py").write_text(LOGGED_KERNEL.format(log=str(tmp_path / "imports.log"),
+                                                           comment="import time; time.sleep(0.8)"))
+    campaign = campaign_from_text("name: steps\nkernel: {source: kern.py:vector_add}\nshapes: [{name: s, n: 4096}]\n"
+                                  "objectives: [registers]\n", tmp_path / "campaign.yaml")
+    steps: dict[str, float] = {}
+    make_adapter(campaign, trial_import=True, steps=steps)
+    assert set(steps) == {"trial_import", "kernel_import", "adapter", "heuristic", "space_and_checks"}
+    assert steps["trial_import"] >= 0.8 and steps["kernel_import"] >= 0.8
+    assert steps["adapter"] + steps["heuristic"] + steps["space_and_checks"] < 0.8
