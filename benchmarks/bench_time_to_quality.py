@@ -663,38 +663,68 @@ def write_markdown(out: Path, result: dict[str, Any], budgets: list[float]) -> s
     return text
 
 
-def plot(out: Path, result: dict[str, Any]) -> None:
+PLOT_COLUMNS = 4  # kernels per row of ttq.png (ten kernels: three rows)
+PLOT_TOP = 1.7  # a panel's y axis ends at this many times the heuristic's config's time, if its points reach higher
+
+
+def plot(out: Path, result: dict[str, Any]) -> Path | None:
+    """OUT/ttq.png: per kernel, the best GPU time each tool had reached by each wall second, by its own search
+    clock (the table's scores are the re-timed ones), to where the arm ended; an arm that crashed or hung ends in
+    a cross. paretotune's reading of the heuristic's config, by the same clock, is the dashed line."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return
+        return None
     names = list(result["kernels"])
     if not names:
-        return
-    fig, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 4), squeeze=False)
-    for ax, kname in zip(axes[0], names, strict=True):
-        for arm in result["kernels"][kname].get("arms", []):
-            tl = arm.get("timeline", [])
-            if not tl:
-                continue
-            xs, ys, best = [], [], float("inf")
-            for t, v, _ in tl:
-                best = min(best, v)
-                xs.append(t)
-                ys.append(best)
-            ax.step(xs, ys, where="post", label=arm["tool"])
-        gpus = sorted({a["gpu"].removeprefix("NVIDIA ") for a in result["kernels"][kname].get("arms", [])
-                       if a.get("gpu")})
-        ax.set_title(f"{kname} ({', '.join(gpus)})" if gpus else kname)
-        ax.set_xlabel("wall seconds")
-        ax.set_ylabel("best runtime reached (ms)")
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
+        return None
+    cols = min(PLOT_COLUMNS, len(names))
+    rows = -(-len(names) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.4 * rows), squeeze=False)
+    for ax, kname in zip(axes.flat, names):
+        plot_kernel(ax, kname, result["kernels"][kname])
+    for ax in axes.flat[len(names):]:
+        ax.set_visible(False)
     fig.tight_layout()
-    fig.savefig(out / "ttq.png", dpi=120)
+    path = out / "ttq.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_kernel(ax: Any, kname: str, entry: dict[str, Any]) -> None:
+    """One kernel's panel of :func:`plot`."""
+    for arm in entry.get("arms", []):
+        tl = arm.get("timeline", [])
+        if not tl:
+            continue
+        xs, ys, best = [], [], float("inf")
+        for t, v, _ in sorted(tl):
+            best = min(best, v * 1e3)
+            xs.append(t)
+            ys.append(best)
+        end = arm.get("process_wall_s") or arm.get("wall_s") or xs[-1]
+        line = ax.step([*xs, max(end, xs[-1])], [*ys, ys[-1]], where="post", label=arm["tool"])[0]
+        if arm.get("error"):
+            ending = "hung" if str(arm["error"]).startswith("hung") else "crashed"
+            ax.plot([max(end, xs[-1])], [ys[-1]], "x", color=line.get_color(), markersize=9,
+                    label=f"{arm['tool']} {ending}")
+        if arm.get("baseline_ms"):
+            ax.axhline(arm["baseline_ms"] * 1e3, color="gray", linestyle="--", linewidth=0.8,
+                       label="heuristic's config")
+    baselines = [a["baseline_ms"] * 1e3 for a in entry.get("arms", []) if a.get("baseline_ms")]
+    if baselines:  # once every arm is drawn: a far slower first try would flatten the rest
+        ax.set_ylim(top=min(ax.get_ylim()[1], max(baselines) * PLOT_TOP))
+    gpus = sorted({a["gpu"].removeprefix("NVIDIA ") for a in entry.get("arms", []) if a.get("gpu")})
+    title = kname.removeprefix("pretuned_")
+    ax.set_title(f"{title} ({', '.join(gpus)})" if gpus else title, fontsize=10)
+    ax.set_xlabel("wall seconds from the tool's process start")
+    ax.set_ylabel("best GPU time reached (µs)")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=6)
 
 
 # -- main --------------------------------------------------------------------------------------------------

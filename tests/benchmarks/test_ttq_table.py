@@ -141,3 +141,28 @@ def test_paretotunes_gate_is_its_own_validations_not_the_pooled_re_timings(ttq: 
     noisy = ttq.own_gate(samples, 3, None)
     assert noisy["family"] == 1 and not noisy["significant"]
     assert ttq.score("paretotune-default", {"retimed": {"speedup": 1.01, "significant": True}, "gate": noisy}) == 1.0
+
+
+def test_the_plot_is_a_grid_of_kernels_and_marks_where_an_arm_crashed(ttq: ModuleType, tmp_path: Path) -> None:
+    """ttq.png: four kernels a row (ten would not fit one), each tool's best by its own clock to where its arm
+    ended; a crashed or hung arm ends in a cross, in the legend as such."""
+    import matplotlib.image
+
+    ours = {"tool": "paretotune-default", "timeline": [[33.0, 0.0192, 0], [60.0, 0.0176, 5]], "wall_s": 130.0,
+            "baseline_ms": 0.0192, "gpu": "NVIDIA H200"}
+    crashed = {"tool": "helion-autotune-full", "timeline": [[22.0, 0.0227, 0], [25.0, 0.0225, 1]],
+               "process_wall_s": 34.0, "error": "TritonUnrecoverableRuntimeError: illegal memory access"}
+    result = {"kernels": {f"k{i}": {"arms": [ours, crashed]} for i in range(6)}}
+    path = ttq.plot(tmp_path, result)
+    height, width = matplotlib.image.imread(path).shape[:2]
+    assert (width, height) == (round(4.4 * 4 * 120), round(3.4 * 2 * 120))  # 4 columns, 2 rows
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ttq.plot_kernel(ax, "pretuned_rms_norm", result["kernels"]["k0"])
+    assert ax.get_legend_handles_labels()[1] == ["paretotune-default", "heuristic's config", "helion-autotune-full",
+                                                 "helion-autotune-full crashed"]
+    cross = ax.get_lines()[-1]
+    assert list(cross.get_xdata()) == [34.0] and list(cross.get_ydata()) == [22.5]  # at its end, its best
+    assert ax.get_title() == "rms_norm (H200)"
+    plt.close(fig)
