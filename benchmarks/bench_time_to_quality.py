@@ -36,20 +36,24 @@ would end). On one GPU, one pretuned kernel at 60/120 s fits a 10-minute call (t
 re-timing: ~5 min); every call with the same ``--out`` adds its kernel to ``OUT/ttq.json``:
 
     python benchmarks/bench_time_to_quality.py --check --kernels pretuned_all --budgets 60,120 --out /tmp/ttq-check
-    python benchmarks/bench_time_to_quality.py --out benchmarks/results/ttq42 --kernels pretuned_rms_norm --budgets 60,120
+    python benchmarks/bench_time_to_quality.py --out R --kernels pretuned_rms_norm --budgets 60,120
 
 A 300 s budget does not fit one call on one GPU: its arms in two calls (``--retime skip``), then ``--retime only``:
 
-    python benchmarks/bench_time_to_quality.py --out R --kernels pretuned_rms_norm --budgets 60,120,300 --helion-effort none --retime skip
-    python benchmarks/bench_time_to_quality.py --out R --kernels pretuned_rms_norm --budgets 60,120,300 --strategies none --retime skip
+    python benchmarks/bench_time_to_quality.py --out R --kernels pretuned_rms_norm --budgets 60,120,300 \
+        --helion-effort none --retime skip
+    python benchmarks/bench_time_to_quality.py --out R --kernels pretuned_rms_norm --budgets 60,120,300 \
+        --strategies none --retime skip
     python benchmarks/bench_time_to_quality.py --out R --kernels pretuned_rms_norm --budgets 60,120,300 --retime only
 
 On one GPU, the table over several device calls: ``--gpus 1 --split-arms`` makes each kernel three jobs (its
 paretotune arm, Helion's arm, the re-timing of both), runs those that fit ``--max-s`` and records them under
 OUT/parts/; the same command in the next call (OUT travelling with the tree) leaves out every job an earlier call
-ran to the end (``OUT/fanout.jsonl``) and goes on from there, with the Helion ACF list the first call drew. In
+ran to the end (``OUT/fanout.jsonl``) and goes on from there, with the Helion ACF list the first call drew. A
+kernel whose parts ran on another GPU model is left out (a call may land on another kind of machine). In
 ``benchmarks/gpu_session.sh``: ``TTQ_OUT=benchmarks/results/ttq42 TTQ_END=<epoch second the call must end by>
-TTQ_MORE_ARGS="--gpus 1 --split-arms --budgets 60,120 --kernels ..." bash benchmarks/gpu_session.sh env ttq_more``.
+TTQ_ARGS="<the 300 s kernels' arguments>" TTQ_MORE_ARGS="--gpus 1 --split-arms --budgets 60,120 --kernels ..."
+bash benchmarks/gpu_session.sh env ttq ttq_more`` (benchmarks/results/ttq42/README.md has the whole command).
 Between sessions the folder's raw runs are packed (``benchmarks/archive_runs.py``); a run on it is refused until
 they are unpacked in place (the re-timings read the arms' ACF files; Helion's list must not be drawn again).
 
@@ -62,8 +66,11 @@ one, so a 300 s kernel fits one call. Two commands may share OUT on different GP
 one table. On an 8-GPU host the whole table is two calls (the 300 s runs give their kernels' 60 and 120 s
 figures too; about 300 s and 360 s by the estimates):
 
-    python benchmarks/bench_time_to_quality.py --out R --gpus 8 --budgets 60,120 --kernels pretuned_softmax,pretuned_vector_add,pretuned_cross_entropy,pretuned_silu_mul_fp8,pretuned_dynamic_per_token_scaled_fp8_quant,pretuned_rms_norm_dynamic_per_token_quant,pretuned_rms_norm_per_block_quant,pretuned_scaled_mm
-    python benchmarks/bench_time_to_quality.py --out R --gpus 4 --split-arms --budgets 60,120,300 --kernels pretuned_rms_norm,pretuned_layer_norm
+    python benchmarks/bench_time_to_quality.py --out R --gpus 8 --budgets 60,120 --kernels pretuned_softmax,\
+    pretuned_vector_add,pretuned_cross_entropy,pretuned_silu_mul_fp8,pretuned_dynamic_per_token_scaled_fp8_quant,\
+    pretuned_rms_norm_dynamic_per_token_quant,pretuned_rms_norm_per_block_quant,pretuned_scaled_mm
+    python benchmarks/bench_time_to_quality.py --out R --gpus 4 --split-arms --budgets 60,120,300 \
+        --kernels pretuned_rms_norm,pretuned_layer_norm
 """
 from __future__ import annotations
 
@@ -121,7 +128,8 @@ def kernels() -> dict[str, dict[str, Any]]:
         out[f"pretuned_{name}"] = {"kernel": block, "shape": dims, "other": "helion",
                                    "helion": (str(WORKLOADS / where.rpartition(":")[0]), where.rpartition(":")[2]),
                                    "inputs": f"paretotune.kernels.workloads:{name}"}
-    out["triton_autotune_rms_norm"] = {"kernel": {"source": str(ROOT / "docs" / "examples" / "autotuned.py") + ":rms_norm"},
+    autotuned = str(ROOT / "docs" / "examples" / "autotuned.py")
+    out["triton_autotune_rms_norm"] = {"kernel": {"source": f"{autotuned}:rms_norm"},
                                        "shape": {"rows": 4096, "n_cols": 2048}, "other": "triton"}
     return out
 
@@ -356,7 +364,8 @@ t = {k: v.cuda() for k, v in mod.rms_norm_inputs(spec["shape"]).items()}
 start = time.time()
 out = {"start_epoch": start, "process_epoch": process_start}
 try:
-    kernel[(t["x_ptr"].shape[0],)](t["x_ptr"], t["w_ptr"], t["out_ptr"], t["x_ptr"].stride(0), t["x_ptr"].shape[1], 1e-6)
+    x = t["x_ptr"]
+    kernel[(x.shape[0],)](x, t["w_ptr"], t["out_ptr"], x.stride(0), x.shape[1], 1e-6)
     torch.cuda.synchronize()
     out["autotune_s"] = time.time() - start
     best = kernel.best_config
@@ -479,7 +488,8 @@ def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any
                 # the ACF's judged as `validate` judges it (candidate against twin), so the two multiply to the total
                 share = compare(samples[str(reached["twin_id"])], samples[str(reached["id"])], direction="min")
                 reached["acf_share"] = share.speedup
-    return {"errors": {str(k): v for k, v in data["errors"].items()}, "baseline_median_ms": _median(samples["baseline"]),
+    return {"errors": {str(k): v for k, v in data["errors"].items()},
+            "baseline_median_ms": _median(samples["baseline"]),
             "timing": data.get("timing"), "timing_source": data.get("timing_source"),
             "baseline_host_ms": (data.get("host_ms") or {}).get("baseline"), "ceiling": ceiling,
             "baseline_bandwidth": bandwidth(ceiling, _median(samples["baseline"])),
