@@ -11,9 +11,11 @@ A raw run folder directly holds ``results.jsonl``, ``run.json``, a ``checkpoint*
 topmost such folder below ``CALL/`` goes in whole. Where ``CALL/`` is itself a run, everything but its
 ``README.md`` and top-level ``*.csv`` goes in. Archives a call already came back as (``*_runs.tgz``) are
 merged in, each under its own stem (``call1_runs.tgz`` -> ``call1_runs/``). Every file is read back from the
-archive and compared before anything is removed.
+archive and compared before anything is removed. A folder packed before and unpacked again is packed again as it
+is; one whose files changed since (a run done again, as a table recorded over several sessions does) is refused,
+unless ``--replace``: then the folder on disk replaces everything the archive held under its name.
 
-    python benchmarks/archive_runs.py benchmarks/results/h200_2026-12-04a [CALL ...] [--dry-run]
+    python benchmarks/archive_runs.py benchmarks/results/h200_2026-12-04a [CALL ...] [--dry-run] [--replace]
     tar -xJf benchmarks/results/CALL/runs.tar.xz -C /tmp/CALL    # to read a run again
 """
 from __future__ import annotations
@@ -112,13 +114,17 @@ def read_back(path: Path) -> dict[str, bytes | None]:
                 for info in tar.getmembers()}
 
 
-def archive(call: Path, dry_run: bool = False) -> tuple[int, int]:
-    """Pack ``call``'s raw entries (merging any archive already there); returns (files packed, entries removed)."""
+def archive(call: Path, dry_run: bool = False, replace: bool = False) -> tuple[int, int]:
+    """Pack ``call``'s raw entries (merging any archive already there); returns (files packed, entries removed).
+    ``replace``: each raw folder on disk replaces what the archive held under its name (a run done again)."""
     entries = raw_entries(call)
     if not entries:
         return 0, 0
     target = call / ARCHIVE
     items = read_back(target) if target.is_file() else {}
+    if replace:
+        prefixes = [e.relative_to(call).as_posix() for e in entries if e.is_dir()]
+        items = {n: d for n, d in items.items() if not any(n == p or n.startswith(f"{p}/") for p in prefixes)}
     for name, data in members(call, entries):
         if name in items and items[name] != data:
             raise SystemExit(f"{call}: {name} is already in {ARCHIVE} with other contents")
@@ -145,11 +151,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("calls", nargs="+", type=Path, help="call folders under benchmarks/results/")
     ap.add_argument("--dry-run", action="store_true", help="say what would be packed; change nothing")
+    ap.add_argument("--replace", action="store_true",
+                    help="a raw folder whose files changed since it was packed replaces the archive's copy")
     args = ap.parse_args()
     for call in args.calls:
         if not call.is_dir():
             ap.error(f"{call}: not a folder")
-        archive(call, args.dry_run)
+        archive(call, args.dry_run, args.replace)
     return 0
 
 

@@ -1118,14 +1118,21 @@ def fold_arms(result: dict[str, Any], part: dict[str, Any]) -> None:
 def packed(out: Path) -> None:
     """Refuse (exit 2) an OUT whose raw runs are packed (``benchmarks/archive_runs.py``) and not unpacked: its
     re-timings read the arms' ACF files, and without Helion's ACF list a new one would be drawn and every Helion
-    arm run again."""
+    arm run again. A part whose whole folder is gone was removed to be run again: its packed files are not
+    asked for (``archive_runs.py --replace`` then packs the new run in their place)."""
     import tarfile
 
     archive = out / "runs.tar.xz"
     if not archive.exists():
         return
+
+    def removed_part(name: str) -> bool:
+        top = name.split("/")
+        return top[0] == PARTS and len(top) > 2 and not (out / PARTS / top[1]).exists()
+
     with tarfile.open(archive) as tar:
-        missing = [m.name for m in tar.getmembers() if m.isfile() and not (out / m.name).exists()]
+        missing = [m.name for m in tar.getmembers()
+                   if m.isfile() and not (out / m.name).exists() and not removed_part(m.name)]
     if missing:
         print(f"{archive}: {len(missing)} packed files are not unpacked (first: {missing[0]}); "
               f"first: tar -xJf {archive} -C {out}", file=sys.stderr)

@@ -110,3 +110,26 @@ def test_dry_run_changes_nothing(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, str(SCRIPT), "--dry-run", str(call)], capture_output=True, text=True,
                          timeout=60, check=True).stdout
     assert "would pack 4 files from 2 entries" in out and plain_files(call) == before
+
+
+def test_a_run_done_again_replaces_its_packed_copy_only_when_asked(packer: ModuleType, tmp_path: Path) -> None:
+    """A table recorded over sessions: a run folder is unpacked, done again, packed again. Its new files differ
+    from the archive's: refused by default (two different runs under one name), replaced with ``replace``, and
+    the other folders' packed files stay."""
+    import tarfile
+
+    call = make_call(tmp_path, 1_700_000_000)
+    packer.archive(call)
+    with tarfile.open(call / "runs.tar.xz") as tar:
+        tar.extractall(call, filter="data")
+    again = call / "pretuned" / "softmax" / "run-acf-only"
+    (again / "acf" / "ab.acf").unlink()
+    (again / "results.jsonl").write_text('{"candidate_id": 0}\n{"candidate_id": 1}\n')
+    with pytest.raises(SystemExit, match="already in runs.tar.xz with other contents"):
+        packer.archive(call)
+    packer.archive(call, replace=True)
+    with tarfile.open(call / "runs.tar.xz") as tar:
+        names = tar.getnames()
+        assert tar.extractfile("pretuned/softmax/run-acf-only/results.jsonl").read().count(b"candidate_id") == 2
+    assert "pretuned/softmax/run-acf-only/acf/ab.acf" not in names  # the old run's file went with it
+    assert "ttq/k/acf_reached/cd.acf" in names

@@ -261,6 +261,26 @@ def test_a_folder_whose_runs_are_packed_is_refused_until_unpacked(ttq: ModuleTyp
     ttq.packed(out)  # unpacked: no refusal
 
 
+def test_a_part_removed_to_be_run_again_is_not_asked_for(ttq: ModuleType, tmp_path: Path) -> None:
+    """A kernel begun on one GPU model and run again whole on another: its part folder is deleted, and its packed
+    run is not asked for; a part still there with its run not unpacked still is."""
+    import tarfile
+
+    run = tmp_path / "parts" / "k.paretotune" / "k" / "default" / "run"
+    run.mkdir(parents=True)
+    (run / "results.jsonl").write_text("{}\n")
+    with tarfile.open(tmp_path / "runs.tar.xz", "w:xz") as tar:
+        tar.add(tmp_path / "parts", arcname="parts")
+    (run / "results.jsonl").unlink()
+    with pytest.raises(SystemExit) as refused:
+        ttq.packed(tmp_path)  # its part is there: not unpacked
+    assert refused.value.code == 2
+    import shutil
+
+    shutil.rmtree(tmp_path / "parts" / "k.paretotune")
+    ttq.packed(tmp_path)  # removed on purpose
+
+
 def test_the_gpu_models_are_read_from_nvidia_smi(common: ModuleType, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """The models come from ``nvidia-smi -L`` (no CUDA context), as torch's ``get_device_name`` names them."""
