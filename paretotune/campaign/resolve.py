@@ -74,7 +74,7 @@ def _kernel_object(campaign: Campaign, trial_import: bool, passed: Callable[[], 
                    steps: dict[str, float] | None = None) -> Any:
     """The object ``kernel.source`` names, imported (after a trial import in a child, if asked; ``passed`` is
     called once it passed), made a spec with ``kernel.inputs`` or ``kernel.captured`` where the campaign gives
-    one. ``steps`` gets the seconds of the trial import and of the import itself."""
+    one. ``steps`` gets the seconds of the trial import (and of its phases) and of the import itself."""
     import contextlib
     import sys
 
@@ -86,9 +86,10 @@ def _kernel_object(campaign: Campaign, trial_import: bool, passed: Callable[[], 
     add_program_path(program_path)  # before the trial forks: the child finds what the kernel imports too
     codes = named_code(override, campaign.path.parent, str(campaign.path), module)
     check_files(codes)
+    phases: dict[str, float] = {}
     t0 = time.monotonic()
     if trial_import:  # a module already imported here has nothing left to run at import time
-        trial_imports([c for c in codes if c.is_file or c.target not in sys.modules])
+        phases = trial_imports([c for c in codes if c.is_file or c.target not in sys.modules])
         if passed is not None:
             passed()
     t1 = time.monotonic()
@@ -105,8 +106,9 @@ def _kernel_object(campaign: Campaign, trial_import: bool, passed: Callable[[], 
             raise UserError(f"{where}: {exc}") from None
     if override.captured is not None:
         obj = _captured(campaign, obj)
-    if steps is not None:
-        steps.update(trial_import=t1 - t0, kernel_import=time.monotonic() - t1)
+    if steps is not None:  # the trial's own phases too: Helion here meanwhile, the child's answer, its end
+        steps.update(trial_import=t1 - t0, kernel_import=time.monotonic() - t1,
+                     **{f"trial_{k.removesuffix('_s')}": v for k, v in phases.items()})
     return obj
 
 

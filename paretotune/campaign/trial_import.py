@@ -140,17 +140,19 @@ def trial_import(target: str, is_file: bool, where: str) -> None:
     trial_imports([Code(where=where, target=target, is_file=is_file, written=target)])
 
 
-def trial_imports(codes: Sequence[Code]) -> None:
+def trial_imports(codes: Sequence[Code]) -> dict[str, float]:
     """Import ``codes`` in turn in one forked child within :func:`timeout_s` (all of them together); raise a
     one-line UserError naming the field if an import fails, exits, crashes, does not finish, or lacks its
-    attribute. Then show what the imports printed (capped) on stderr.
+    attribute. Then show what the imports printed (capped) on stderr. Returns the seconds of its phases from the
+    fork: ``helion_here_s`` (Helion's import in this process meanwhile), ``child_answer_s`` (until the child
+    answered) and ``child_end_s`` (from the answer until the child and its group were gone).
 
     The child leads its own process group, and the group (the child and whatever the imports started) is
     killed when the trial ends, however it ends; the child kills it too if this process dies. The answer is the
     child's one-line message, read as soon as it is whole: a process an import forked may hold the pipes open
     long after (waiting for them reported a trial that had finished as one that timed out)."""
     if not codes:
-        return
+        return {}
     limit = timeout_s()
     _preload()
     read_fd, write_fd = os.pipe()  # the child's progress and answer: B<i>, then K or E<i> <message>
@@ -178,12 +180,16 @@ def trial_imports(codes: Sequence[Code]) -> None:
         os.setpgid(pid, pid)
     for fd in (write_fd, out_w, watch_r):
         os.close(fd)
-    deadline = time.monotonic() + limit
+    forked = time.monotonic()
+    deadline = forked + limit
     output = _Output()
+    helion_here = answered = forked
     try:
         if any(mentions_helion(c.target, c.is_file) for c in codes):
             preload_helion()  # in this process, at the same time as the child's import
+        helion_here = time.monotonic()
         data, status = _wait_for_child(pid, read_fd, out_r, output, deadline)
+        answered = time.monotonic()
     finally:
         os.close(read_fd)
         kill_group(pid)  # the child and everything its imports started; the child is not reaped yet
@@ -196,7 +202,8 @@ def trial_imports(codes: Sequence[Code]) -> None:
     answer = next((line for line in lines if line[:1] in ("K", "E")), None)
     if answer == "K":
         output.show()
-        return
+        return {"helion_here_s": helion_here - forked, "child_answer_s": answered - forked,
+                "child_end_s": time.monotonic() - answered}
     begun = [int(line[1:]) for line in lines if line[:1] == "B" and line[1:].isdigit()]
     at = codes[begun[-1]] if begun and begun[-1] < len(codes) else codes[0]
     if answer is not None:
