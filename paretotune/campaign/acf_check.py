@@ -12,7 +12,8 @@ from paretotune.errors import ToolchainError
 def check_acf_files(campaign: Campaign) -> None:
     """Read and check every ACF a finite campaign names (a regular file, not empty, not too large, not text; a
     pack that is a real zip holding ACFs), so a bad one fails before the run directory exists, not candidate
-    by candidate. Not part of :func:`~paretotune.campaign.load.campaign_from_text`: the service must not read paths a client names."""
+    by candidate. Not part of :func:`~paretotune.campaign.load.campaign_from_text`: the service must not read
+    paths a client names."""
     if campaign.spec.acf.kind != "finite":
         return
     from paretotune.toolchain.acf_sources import acf_options

@@ -1,9 +1,9 @@
 """One model of a run's Pareto front: :class:`FrontReport`, built once, rendered as text, JSON and a table.
 
-``open_run`` is the one reader of a run directory (every command's); ``build_front(run_dir)`` reads a run; ``render_text`` is what ``paretotune front`` and the end of
-``paretotune run`` print, ``render_json`` / ``front_document`` what ``--json`` and the service return,
-``front_table`` what the API's ``Run.front()`` returns; the HTML report draws its front table from the same
-model (:mod:`paretotune.report.build`).
+``open_run`` is the one reader of a run directory (every command's); ``build_front(run_dir)`` reads a run;
+``render_text`` is what ``paretotune front`` and the end of ``paretotune run`` print, ``render_json`` /
+``front_document`` what ``--json`` and the service return, ``front_table`` what the API's ``Run.front()`` returns; the
+HTML report draws its front table from the same model (:mod:`paretotune.report.build`).
 """
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
 """FrontReport → the text ``paretotune front`` prints and ``paretotune run`` ends with.
 
-Front 0 comes first, ordered by the knee pick (the header says so), each value beside its gain over the
-baseline (:mod:`paretotune.pareto.convention`, > 1 better; a runtime's gain is its speedup); then the all-shapes pick for a campaign of several shapes, then what
-could not be ranked. The ``acf_share`` column says what a candidate's ACF adds over the same config without
-it (its no-ACF twin) on the first objective where that is defined; "no ACF" or "no twin" otherwise.
+Front 0 comes first, ordered by the knee pick (the header says so), each value beside its gain over the baseline
+(:mod:`paretotune.pareto.convention`, > 1 better; a runtime's gain is its speedup); then the all-shapes pick for a
+campaign of several shapes, then what could not be ranked. The ``acf_share`` column says what a candidate's ACF adds
+over the same config without it (its no-ACF twin) on the first objective where that is defined; "no ACF" or "no twin"
+otherwise.
 """
 from __future__ import annotations
 

@@ -115,7 +115,8 @@ def _with(values: list[Any], extra: Sequence[Any]) -> list[Any]:
     return out
 
 
-def intersect(spaces: Sequence[Mapping[str, list[Any]]], baselines: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+def intersect(spaces: Sequence[Mapping[str, list[Any]]],
+              baselines: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
     """The multi-shape rule: knobs every shape has, values every shape allows, plus each baseline's values."""
     keys = [k for k in spaces[0] if all(k in s for s in spaces[1:])]
     out: dict[str, list[Any]] = {}

@@ -74,7 +74,8 @@ def serve(conn: Any, request: MeasureRequest, ptxas_path: str, ptxas_version: st
                                      note=lambda phase, kind: conn.send(("phase", (phase, kind))))))
         except Exception as exc:  # noqa: BLE001 - reported to the parent as the candidate's failure
             fatal = _is_cuda_error(exc)
-            conn.send(("error", {"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}",
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            conn.send(("error", {"error": f"{type(exc).__name__}: {first}",
                                  "fatal": fatal, "traceback": traceback.format_exc(limit=4)}))
             if fatal:
                 return

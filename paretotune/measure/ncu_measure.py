@@ -38,9 +38,9 @@ def measure_batch(shapes: Sequence[Shape], run: RunDir, records: Sequence[TrialR
     for item in result.items:
         if item.status == "ok":
             out.setdefault(int(item.item.candidate_id), {})[item.item.shape] = dict(item.metrics)
+    failed = [f"{i.item.range_name}: {i.error}" for i in result.failed()]
     (workdir / "summary.json").write_text(json.dumps({"wall_s": result.wall_s, "n_items": len(items),
-                                                      "failed": [f"{i.item.range_name}: {i.error}" for i in result.failed()]},
-                                                     indent=1))
+                                                      "failed": failed}, indent=1))
     return out
 
 

@@ -51,12 +51,12 @@ def select_all_shapes(
     successful baseline row, in baseline-ratio space (NoBaselineError without one); baseline rows themselves
     are never selected.
 
-    Ranking: speedup on a shape is the gain (pareto/convention, > 1 better) of ``objective`` (default: the
-    first objective listed, usually runtime) on that shape, i.e. ``baseline / candidate`` for a "min" objective. Candidates are
-    ordered by the geometric mean of speedups over shapes (descending), then by the worst-shape speedup
-    (descending), then simplest first (no ACF before an ACF, then fewer knobs changed from the baseline's
-    config), then by candidate_id. Columns: ``rank`` (1 = ship this), ``candidate_id``, ``acf``,
-    ``config``, ``geomean_speedup``, ``worst_speedup``, ``worst_shape`` and ``speedup@<shape>`` per shape.
+    Ranking: speedup on a shape is the gain (pareto/convention, > 1 better) of ``objective`` (default: the first
+    objective listed, usually runtime) on that shape, i.e. ``baseline / candidate`` for a "min" objective. Candidates
+    are ordered by the geometric mean of speedups over shapes (descending), then by the worst-shape speedup
+    (descending), then simplest first (no ACF before an ACF, then fewer knobs changed from the baseline's config), then
+    by candidate_id. Columns: ``rank`` (1 = ship this), ``candidate_id``, ``acf``, ``config``, ``geomean_speedup``,
+    ``worst_speedup``, ``worst_shape`` and ``speedup@<shape>`` per shape.
     """
     if not columns:
         raise ValueError("columns: no objective columns given")

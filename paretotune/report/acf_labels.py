@@ -64,7 +64,8 @@ def changes(candidate: dict[str, dict[str, Any]], twin: dict[str, dict[str, Any]
             parts.append((f"{shape}: " if len(candidate) > 1 else "") + ", ".join(moved))
     if not candidate:
         return "no build statistics recorded"
-    return ("vs no ACF: " + "; ".join(parts)) if parts else "same registers, spills, stack and shared memory as without it"
+    same = "same registers, spills, stack and shared memory as without it"
+    return ("vs no ACF: " + "; ".join(parts)) if parts else same
 
 
 def _stats(extra: Any) -> dict[str, dict[str, Any]]:

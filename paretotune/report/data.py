@@ -75,7 +75,8 @@ class ShapeChart:
     """Improvement over the baseline per shape, for a few candidates, one panel per objective.
 
     ``bars`` rows: ``candidate_id``, ``objective``, ``shape``, ``improvement``: the gain over the baseline
-    (pareto/convention), > 1 better for "min" and "max" objectives alike (runtime: the speedup). It is ``inf`` where a "min" value drops to 0 from a positive baseline (spills removed).
+    (pareto/convention), > 1 better for "min" and "max" objectives alike (runtime: the speedup). It is ``inf`` where a
+    "min" value drops to 0 from a positive baseline (spills removed).
     """
 
     objectives: list[str]

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from paretotune.errors import UserError
 from paretotune.extras import require
 from paretotune.report.data import PairPlot, ReportData
 from paretotune.report.verdicts import has_speedups

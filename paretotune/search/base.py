@@ -35,7 +35,8 @@ class EngineOptions:
     generations: int
     seed: int
     seed_config: dict[str, Any] | None = None  # a starting point (the baseline's config), for engines that take one
-    native: NativeSpace | None = None  # the kernel language's own space (Helion's ConfigSpec), for engines that search it
+    native: NativeSpace | None = None  # the kernel language's own space (Helion's ConfigSpec), for the engines
+    # that search it
     settings: Mapping[str, Any] = field(default_factory=dict)  # the engine's own campaign block (search.helion)
 
 

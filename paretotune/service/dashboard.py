@@ -2,7 +2,8 @@
 and redraws the campaign table and the selected campaign's Pareto plot (an SVG of its first two objective
 columns, front points highlighted) as results arrive.
 
-``/#campaign=<id>`` opens with that campaign's plot. With a token, open ``/#token=...``: the page sends it as a bearer header and never puts it in a URL it requests.
+``/#campaign=<id>`` opens with that campaign's plot. With a token, open ``/#token=...``: the page sends it as a bearer
+header and never puts it in a URL it requests.
 """
 from __future__ import annotations
 

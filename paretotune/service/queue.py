@@ -4,8 +4,8 @@ Each campaign runs as ``paretotune run campaign.yaml --out run --resume --quiet`
 session, so its process group holds it and its evaluation workers: cancelling kills the group. The same
 command continues a run after a restart (``--resume`` starts it when there is nothing to continue).
 
-A server killed with SIGKILL cannot stop its children, so each child arms PR_SET_PDEATHSIG (Linux; see
-``child.py``) and dies with the server; on start, :meth:`Scheduler.recover` kills whatever is left of a group recorded as running and
+A server killed with SIGKILL cannot stop its children, so each child arms PR_SET_PDEATHSIG (Linux; see ``child.py``)
+and dies with the server; on start, :meth:`Scheduler.recover` kills whatever is left of a group recorded as running and
 queues the campaign again at the front, where ``--resume`` continues it from its stored records.
 """
 from __future__ import annotations

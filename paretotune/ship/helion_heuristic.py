@@ -26,7 +26,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from paretotune.kernels.acf_ready import ACF_DIR, readiness
+from paretotune.kernels.acf_ready import readiness
 
 ACF_KEY = "advanced_controls_file"
 

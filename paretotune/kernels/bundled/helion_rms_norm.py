@@ -1,7 +1,7 @@
 """RMS normalization in Helion (the forward of helion's ``examples/rms_norm.py``, returning only ``out``).
 
-``out = x / sqrt(mean(x²) + eps) * weight`` per row, reduced in fp32. Knobs as for the Helion softmax (``ROW_SPACE``): rows
-per program, an optional loop over the row, warps, stages and the program-id mapping.
+``out = x / sqrt(mean(x²) + eps) * weight`` per row, reduced in fp32. Knobs as for the Helion softmax (``ROW_SPACE``):
+rows per program, an optional loop over the row, warps, stages and the program-id mapping.
 """
 from __future__ import annotations
 
