@@ -109,7 +109,7 @@ class WorkerPool:
         if self._started is pool:
             return
         self._started = pool
-        _import_spawn_modules()
+        import_spawn_modules()
         self._starting = threading.Thread(target=self._spawn_all, args=(pool,), name="pool-start", daemon=True)
         self._starting.start()
 
@@ -311,7 +311,7 @@ def in_background(items: Iterator[T], join_s: float = 5.0) -> Iterator[T]:
         thread.join(join_s)
 
 
-def _import_spawn_modules() -> None:
+def import_spawn_modules() -> None:
     """Import here what a pool's first spawn imports lazily (Python 3.11: the fork server's Popen), before a thread
     spawns: a fork while that thread held a module's import lock (the trial import forks meanwhile) would leave
     the child waiting on it for good if it imported the same module."""

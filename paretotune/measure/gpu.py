@@ -8,6 +8,7 @@ timeout; the failure is stored and the campaign goes on.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -20,7 +21,7 @@ from paretotune.build.base import (BuildPool, Built, Feed, Measured, baseline_s_
 from paretotune.measure.gpu_worker import GpuJob, serve
 from paretotune.measure.ncu_measure import measure_batch
 from paretotune.measure.requests import MeasureRequest
-from paretotune.build.pool import adopt_environment, in_background, worker_context
+from paretotune.build.pool import adopt_environment, import_spawn_modules, in_background, worker_context
 from paretotune.records import Candidate, TrialRecord
 from paretotune.store.run_dir import RunDir
 from paretotune.toolchain.ptxas import Ptxas
@@ -54,6 +55,7 @@ class GpuWorker:
         self._proc: Any = None
         self._conn: Any = None
         self._spares: list[tuple[Any, Any]] = []  # oldest (closest to ready) first
+        self._prestarting: threading.Thread | None = None  # prestart's spawning; joined before the workers are used
         self.restarts = 0
         self.last_start_s = 0.0
 
@@ -71,11 +73,27 @@ class GpuWorker:
 
         All at once, at the campaign's start: spares started only when the first worker was ready were still
         importing when the first faulting ACF came, a few candidates into generation 1, and the next candidate
-        waited for one."""
-        if self._proc is None and not self._spares:
-            self._spares = [self._spawn() for _ in range(1 + self.spares)]
+        waited for one. In a thread: a process from the fork server is started only once the server has imported
+        its preloads (torch and Triton; seconds on a GPU host), which the caller spends importing the kernel."""
+        if self._proc is None and not self._spares and self._prestarting is None:
+            import_spawn_modules()  # a fork meanwhile (the trial import's) must not find an import lock held
+            self._prestarting = threading.Thread(target=self._spawn_spares, name="gpu-prestart", daemon=True)
+            self._prestarting.start()
+
+    def _spawn_spares(self) -> None:
+        for _ in range(1 + self.spares):
+            try:
+                self._spares.append(self._spawn())
+            except Exception:  # noqa: BLE001 - the first job spawns one itself, and says what fails
+                return
+
+    def prestarted(self) -> None:
+        """Wait for :meth:`prestart`'s spawning (its processes then exist; they may still be importing)."""
+        if self._prestarting is not None:
+            self._prestarting.join()
 
     def _start(self) -> None:
+        self.prestarted()
         self._spares = [s for s in self._spares if s[0].is_alive()]
         proc, conn = self._spares.pop(0) if self._spares else self._spawn()
         if not conn.poll(READY_TIMEOUT_S):
@@ -105,6 +123,8 @@ class GpuWorker:
         """End the measuring worker in order; kill the spares at once. A spare may still be importing, and reads
         the stop message only once ready (a clean stop waited up to 5 s for each before the kill, and a run
         returned seconds after its last record); a spare holds nothing worth a clean exit."""
+        self.prestarted()
+        self._prestarting = None
         for proc, _ in self._spares:
             proc.kill()
         if self._proc is not None:

@@ -61,6 +61,7 @@ def test_prestarted_worker_is_warm_before_its_first_job(tmp_path: Path, monkeypa
     gpu = GpuWorker(measure_request(campaign), find_ptxas(), timeout_s=60)
     try:
         gpu.prestart()
+        gpu.prestarted()
         assert gpu._proc is None and len(gpu._spares) == 1 + gpu.spares  # the spares start with the first worker
         early = [proc for proc, _ in gpu._spares]
         status, _ = gpu.run(GpuJob(candidate_id=1, config={"num_warps": 8, "num_stages": 1}, acf_path=None, seed=1),
@@ -73,3 +74,38 @@ def test_prestarted_worker_is_warm_before_its_first_job(tmp_path: Path, monkeypa
     built = [json.loads(p.read_text()) for p in (tmp_path / "cache").glob("*/*.json") if "__grp" not in p.name]
     default = make_adapter(campaign).default_config(campaign.shapes[0])
     assert [{"num_warps": b["num_warps"], "num_stages": b["num_stages"]} for b in built] == [default]
+
+
+# In a fresh interpreter: the fork server is the process's first, and its preloads include a module that takes a
+# while to import and notes when it is done (a GPU host's torch and Triton: seconds).
+SLOW_PRELOAD = """
+import sys, time
+sys.path.insert(0, {folder!r})
+from paretotune.build import pool
+pool.PRELOAD = (*pool.PRELOAD, "slow_preload")
+from paretotune.campaign.load import load_campaign
+from paretotune.measure.gpu import GpuWorker
+from paretotune.runner.evaluator import measure_request
+from paretotune.toolchain.ptxas import find_ptxas
+gpu = GpuWorker(measure_request(load_campaign({campaign!r})), find_ptxas(), timeout_s=60, spares=0)
+gpu.prestart()
+import os
+print("returned before the fork server was ready:", not os.path.exists({done!r}), flush=True)
+gpu.prestarted()
+print("spawned once it was:", os.path.exists({done!r}), len(gpu._spares), flush=True)
+gpu.stop()
+"""
+
+
+def test_prestart_does_not_wait_for_the_fork_server(tmp_path: Path) -> None:
+    """A process from the fork server starts only once the server has imported its preloads; ``prestart`` leaves
+    that wait to a thread, so the campaign imports its kernel meanwhile instead of after it."""
+    import subprocess
+    import sys
+
+    done = tmp_path / "preloaded"
+    (tmp_path / "slow_preload.py").write_text(f"import time\ntime.sleep(3)\nopen({str(done)!r}, 'w').close()\n")
+    code = SLOW_PRELOAD.format(folder=str(tmp_path), campaign=str(QUICKSTART), done=str(done))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True,
+                         env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)})
+    assert out.stdout.splitlines() == ["returned before the fork server was ready: True", "spawned once it was: True 1"]
