@@ -664,13 +664,17 @@ def write_markdown(out: Path, result: dict[str, Any], budgets: list[float]) -> s
                  else f"{timed['speedup']:.3f}x x 1 (no ACF)" if timed else "-")
         split += " (not significant)" if timed and not last.get("is_baseline") and not gated(last) else ""
         of_copy = f"; {timed['of_copy']:.2f}" if timed.get("of_copy") is not None else ""
-        gpus = sorted({a["gpu"].removeprefix("NVIDIA ") for a in k.get("arms", []) if a.get("gpu")})
-        lines.append(f"| {kname.removeprefix('pretuned_')} | {', '.join(gpus) or '-'} | " + " | ".join(cells)
+        lines.append(f"| {kname.removeprefix('pretuned_')} | {kernel_gpus(k) or '-'} | " + " | ".join(cells)
                      + f" | {split}{of_copy} | "
                      + "; ".join(notes).replace("|", "/").replace("\n", " ") + " |")
     text = "\n".join(lines) + "\n"
     (out / "ttq.md").write_text(text)
     return text
+
+
+def kernel_gpus(entry: dict[str, Any]) -> str:
+    """The GPU models a kernel's arms ran on, short (``H200``): the table's GPU column and the plot's titles."""
+    return ", ".join(sorted({a["gpu"].removeprefix("NVIDIA ") for a in entry.get("arms", []) if a.get("gpu")}))
 
 
 PLOT_COLUMNS = 4  # kernels per row of ttq.png (ten kernels: three rows)
@@ -728,9 +732,8 @@ def plot_kernel(ax: Any, kname: str, entry: dict[str, Any]) -> None:
     baselines = [a["baseline_ms"] * 1e3 for a in entry.get("arms", []) if a.get("baseline_ms")]
     if baselines:  # once every arm is drawn: a far slower first try would flatten the rest
         ax.set_ylim(top=min(ax.get_ylim()[1], max(baselines) * PLOT_TOP))
-    gpus = sorted({a["gpu"].removeprefix("NVIDIA ") for a in entry.get("arms", []) if a.get("gpu")})
-    title = kname.removeprefix("pretuned_")
-    ax.set_title(f"{title} ({', '.join(gpus)})" if gpus else title, fontsize=10)
+    title, gpus = kname.removeprefix("pretuned_"), kernel_gpus(entry)
+    ax.set_title(f"{title} ({gpus})" if gpus else title, fontsize=10)
     ax.set_xlabel("wall seconds from the tool's process start")
     ax.set_ylabel("best GPU time reached (µs)")
     if ax.get_legend_handles_labels()[0]:
@@ -888,6 +891,7 @@ def main() -> None:
         _save(args.out, result, budgets)
     report(args.out, result, budgets)
 
+
 def same_gpu(arms: list[dict[str, Any]], gpu: str | None) -> None:
     """Refuse to re-time picks a search made on another GPU model: the re-timing would rank them on a machine
     neither search ran on (:func:`elsewhere` keeps the fan-out from planning it)."""
@@ -1006,14 +1010,13 @@ def done_before(out: Path, jobs: list[GpuJob]) -> tuple[list[GpuJob], list[str]]
     return keep, [j.name for j in jobs if j not in keep]
 
 
-def kernel_parts_gpus(out: Path, kernel: str) -> set[str]:
-    """The GPU models the parts of ``kernel`` under OUT/parts/ were recorded on (its arms' and its re-timing's)."""
-    gpus = set()
+def parts_gpus(out: Path) -> dict[str, set[str]]:
+    """Per kernel, the GPU models its parts under OUT/parts/ were recorded on (its arms' and its re-timing's; a
+    part's folder is the kernel's name, with ``.paretotune`` or ``.other`` for an arm)."""
+    gpus: dict[str, set[str]] = {}
     for path in (out / PARTS).glob("*/ttq.json"):
-        name = path.parent.name
-        if name == kernel or name.startswith(f"{kernel}."):
-            gpu = json.loads(path.read_text()).get("gpu")
-            gpus |= {gpu} if gpu else set()
+        gpu = json.loads(path.read_text()).get("gpu")
+        gpus.setdefault(path.parent.name.split(".")[0], set()).update([gpu] if gpu else [])
     return gpus
 
 
@@ -1024,10 +1027,12 @@ def elsewhere(out: Path, jobs: list[GpuJob], models: set[str]) -> tuple[list[Gpu
     (no GPU named): nothing to compare, nothing left out."""
     if not models:
         return jobs, {}
-    ran_on = {k: kernel_parts_gpus(out, k) for k in {j.name.split(".")[0] for j in jobs}}
-    why = {j.name: f"its kernel's parts ran on {', '.join(sorted(ran_on[j.name.split('.')[0]]))}; this host has "
-                   f"{', '.join(sorted(models))}"
-           for j in jobs if ran_on[j.name.split(".")[0]] - models}
+    ran_on, here = parts_gpus(out), ", ".join(sorted(models))
+    why = {}
+    for job in jobs:
+        other = ran_on.get(job.name.split(".")[0], set()) - models
+        if other:
+            why[job.name] = f"its kernel's parts ran on {', '.join(sorted(other))}; this host has {here}"
     return [j for j in jobs if j.name not in why], why
 
 
