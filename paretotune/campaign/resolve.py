@@ -16,8 +16,8 @@ from paretotune.objectives.base import Objective
 from paretotune.text_file import not_a_file
 
 
-def make_adapter(campaign: Campaign, *, trial_import: bool = False,
-                 after_trial: Callable[[], None] | None = None, steps: dict[str, float] | None = None) -> KernelAdapter:
+def make_adapter(campaign: Campaign, *, trial_import: bool = False, after_trial: Callable[[], None] | None = None,
+                 steps: dict[str, float] | None = None) -> KernelAdapter:
     """Instantiate the adapter for the kernel spec object the campaign names (Triton or Helion).
     ``trial_import``: import every piece of user code it names in one child first, within the import deadline
     (:func:`~paretotune.campaign.trial_import.trial_imports`; the CLI's first look at a campaign does), then
@@ -107,8 +107,8 @@ def _kernel_object(campaign: Campaign, trial_import: bool, passed: Callable[[], 
     if override.captured is not None:
         obj = _captured(campaign, obj)
     if steps is not None:  # the trial's own phases too: Helion here meanwhile, the child's answer, its end
-        steps.update(trial_import=t1 - t0, kernel_import=time.monotonic() - t1,
-                     **{f"trial_{k.removesuffix('_s')}": v for k, v in phases.items()})
+        steps.update({"trial_import": t1 - t0, "import": time.monotonic() - t1,
+                      **{f"trial_{k}": v for k, v in phases.items()}})
     return obj
 
 

@@ -144,8 +144,8 @@ def trial_imports(codes: Sequence[Code]) -> dict[str, float]:
     """Import ``codes`` in turn in one forked child within :func:`timeout_s` (all of them together); raise a
     one-line UserError naming the field if an import fails, exits, crashes, does not finish, or lacks its
     attribute. Then show what the imports printed (capped) on stderr. Returns the seconds of its phases from the
-    fork: ``helion_here_s`` (Helion's import in this process meanwhile), ``child_answer_s`` (until the child
-    answered) and ``child_end_s`` (from the answer until the child and its group were gone).
+    fork: ``helion_here`` (Helion's import in this process meanwhile), ``child_answer`` (until the child answered)
+    and ``child_end`` (from the answer until the child and its group were gone).
 
     The child leads its own process group, and the group (the child and whatever the imports started) is
     killed when the trial ends, however it ends; the child kills it too if this process dies. The answer is the
@@ -183,7 +183,6 @@ def trial_imports(codes: Sequence[Code]) -> dict[str, float]:
     forked = time.monotonic()
     deadline = forked + limit
     output = _Output()
-    helion_here = answered = forked
     try:
         if any(mentions_helion(c.target, c.is_file) for c in codes):
             preload_helion()  # in this process, at the same time as the child's import
@@ -202,8 +201,8 @@ def trial_imports(codes: Sequence[Code]) -> dict[str, float]:
     answer = next((line for line in lines if line[:1] in ("K", "E")), None)
     if answer == "K":
         output.show()
-        return {"helion_here_s": helion_here - forked, "child_answer_s": answered - forked,
-                "child_end_s": time.monotonic() - answered}
+        return {"helion_here": helion_here - forked, "child_answer": answered - forked,
+                "child_end": time.monotonic() - answered}
     begun = [int(line[1:]) for line in lines if line[:1] == "B" and line[1:].isdigit()]
     at = codes[begun[-1]] if begun and begun[-1] < len(codes) else codes[0]
     if answer is not None:

@@ -86,9 +86,9 @@ def test_the_import_says_which_of_its_steps_took_the_time(tmp_path: Path) -> Non
                                   "objectives: [registers]\n", tmp_path / "campaign.yaml")
     steps: dict[str, float] = {}
     make_adapter(campaign, trial_import=True, steps=steps)
-    assert set(steps) == {"trial_import", "kernel_import", "adapter", "heuristic", "space_and_checks",
+    assert set(steps) == {"trial_import", "import", "adapter", "heuristic", "space_and_checks",
                           "trial_helion_here", "trial_child_answer", "trial_child_end"}
-    assert steps["trial_import"] >= 0.8 and steps["kernel_import"] >= 0.8
+    assert steps["trial_import"] >= 0.8 and steps["import"] >= 0.8
     assert steps["adapter"] + steps["heuristic"] + steps["space_and_checks"] < 0.8
     # the trial's time went to the child's import (no Helion here: the file does not mention it), not its end
     assert steps["trial_child_answer"] >= 0.8 > steps["trial_helion_here"] + steps["trial_child_end"]

@@ -36,7 +36,7 @@ def test_loop_reuses_the_adapter_the_checks_built(tmp_path: Path, ptxas: Any, mo
     meta = RunDir(tmp_path / "run").meta()
     assert set(meta["start_s"]) == {"process_to_run", "workers_started", "checks", "kernel_import",
                                     "baselines_and_space"}
-    assert {"trial_import", "kernel_import", "adapter", "heuristic", "space_and_checks"} <= set(
+    assert {"trial_import", "import", "adapter", "heuristic", "space_and_checks"} <= set(
         meta["kernel_import_s"])  # the kernel import's own steps (the trial's phases where it ran one)
     assert "where the time went: before the loop" in capsys.readouterr().out
 
