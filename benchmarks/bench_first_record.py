@@ -7,7 +7,8 @@ of a short budget goes before the first candidate.
         --out benchmarks/results/first_record_devbox.json
 
 Default campaign: benchmarks/inputs/slow_import/ (a vector add whose module takes ``SLOW_IMPORT_S`` = 4 s to
-import; static objectives, no GPU). Per run: the seconds to the first record, and ``start_s`` from run.json.
+import; static objectives, no GPU). Per run: the seconds to the first record, and ``start_s`` and
+``kernel_import_s`` from run.json.
 """
 from __future__ import annotations
 
@@ -44,8 +45,9 @@ def one_run(tree: Path, campaign: Path, work: Path, timeout_s: float = 300.0) ->
     err = proc.communicate()[1]
     if first is None:
         return {"exit_code": proc.returncode, "error": err[-500:]}
-    return {"exit_code": proc.returncode, "first_record_s": round(first, 2),
-            "start_s": run_meta(out).get("start_s"), "wall_s": round(time.monotonic() - start, 2)}
+    meta = run_meta(out)
+    return {"exit_code": proc.returncode, "first_record_s": round(first, 2), "start_s": meta.get("start_s"),
+            "kernel_import_s": meta.get("kernel_import_s"), "wall_s": round(time.monotonic() - start, 2)}
 
 
 def main() -> int:
