@@ -565,12 +565,18 @@ def summary(result: dict[str, Any], budgets: list[float]) -> dict[str, Any]:
 
 def winners(arms: list[dict[str, Any]], budgets: list[float]) -> dict[str, str]:
     """Per budget: the tool whose kernel by then re-timed fastest, significantly faster than the default; a
-    tie where its interval overlaps the next tool's; 'none' when no tool's kernel beat the default."""
+    tie where its interval overlaps the next tool's; 'none' when no tool's kernel beat the default. "Significantly"
+    as the score judges it: paretotune's pick by its own validation's gate (:func:`gated`), another tool's by the
+    re-timing's verdict."""
+    def faster(tool: str, reached: dict[str, Any]) -> bool:
+        judged = gated(reached) if tool.startswith("paretotune") else reached["retimed"]["significant"]
+        return bool(judged) and reached["retimed"]["speedup"] > 1
+
     out = {}
     for budget in budgets:
         ranked = sorted(((r["retimed"], arm["tool"]) for arm in arms
                          if (r := arm.get("best_by", {}).get(f"{budget:g}")) and r.get("retimed")
-                         and r["retimed"]["significant"] and r["retimed"]["speedup"] > 1),
+                         and faster(arm["tool"], r)),
                         key=lambda t: -t[0]["speedup"])
         if not ranked:
             out[f"{budget:g}"] = "none: no tool's kernel was significantly faster than the default"
@@ -1158,6 +1164,9 @@ def merge_parts(out: Path) -> dict[str, Any]:
         result["parts"].append(path.parent.name)
         result["budgets_s"] = sorted({*result["budgets_s"], *part.get("budgets_s", [])})
         fold_arms(result, part)
+    for entry in result["kernels"].values():  # judged again from the merged arms: a later part's gate counts
+        if entry.get("winner_by") is not None:
+            entry["winner_by"] = winners(entry["arms"], [float(b) for b in entry["winner_by"]])
     return result
 
 

@@ -143,6 +143,22 @@ def test_paretotunes_gate_is_its_own_validations_not_the_pooled_re_timings(ttq: 
     assert ttq.score("paretotune-default", {"retimed": {"speedup": 1.01, "significant": True}, "gate": noisy}) == 1.0
 
 
+def test_the_fastest_validated_kernel_judges_paretotunes_pick_by_its_own_gate(ttq: ModuleType) -> None:
+    """The printed winner per budget agrees with the score: paretotune's pick counts where its own validation's
+    gate accepts it (the pooled verdict refused it), and not where that gate refuses it; Helion's by the
+    re-timing's verdict."""
+    def reached(speedup: float, pooled: bool, gate: bool | None = None) -> dict:
+        out = {"retimed": {"speedup": speedup, "significant": pooled, "ci": [speedup - 0.01, speedup + 0.01]}}
+        return out if gate is None else {**out, "gate": {"significant": gate}}
+
+    ours = {"tool": "paretotune-default", "best_by": {"60": reached(1.015, False, True),
+                                                      "120": reached(1.03, True, False)}}
+    theirs = {"tool": "helion-autotune", "best_by": {"60": reached(1.005, True), "120": reached(1.01, False)}}
+    by = ttq.winners([ours, theirs], [60.0, 120.0])
+    assert by["60"].startswith("paretotune-default (1.015x)")
+    assert by["120"].startswith("none")
+
+
 def test_the_plot_is_a_grid_of_kernels_and_marks_where_an_arm_crashed(ttq: ModuleType, tmp_path: Path) -> None:
     """ttq.png: four kernels a row (ten would not fit one), each tool's best by its own clock to where its arm
     ended; a crashed or hung arm ends in a cross, in the legend as such."""
