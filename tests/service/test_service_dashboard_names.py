@@ -17,7 +17,6 @@ from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 
-import pytest
 
 from tests.browsers import chromium
 from tests.service.conftest import Server, small_campaign

@@ -19,7 +19,7 @@ from paretotune.cli import main as cli
 from paretotune.errors import UserError
 from paretotune.ship.make import ship_run
 from paretotune.kernels.helion import import_helion
-from paretotune.kernels.helion_heuristic import answering_as, find_heuristic, heuristic_config, key_values, load
+from paretotune.kernels.helion_heuristic import answering_as, find_heuristic, heuristic_config
 from paretotune.records import Shape
 from paretotune.store import RunDir
 from paretotune.store.run_dir import text_sha256
