@@ -85,8 +85,10 @@ for step in "$@"; do
         --helion-budget-s ${FUSION_HELION_S:-40} --baseline-intervals 0 --keep-runs "$OUTDIR/runs/fusion_unset" 2>&1 | tail -40 ;;
     imports)  # where a Helion campaign's imports go and which initializes CUDA; which processes of a short runtime
       # campaign hold a CUDA context, sampled every 2 s (nvidia-smi), while it starts and searches
+      # (IMPORTS_CAMPAIGN=0: the import trace alone, without the 40 s campaign)
       log imports; timeout ${IMPORTS_TIMEOUT:-60} python3 benchmarks/check_import_cuda.py --out "$OUTDIR/import_cuda.json" \
         --kernel .workloads/helion-pretuned-sm90/rms_norm/rms_norm.py 2>&1 | tail -30
+      [ "${IMPORTS_CAMPAIGN:-1}" = 0 ] && continue
       (while sleep 2; do date -u +%T; nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader
        done) > "$OUTDIR/cuda_contexts.txt" 2>&1 & sampler=$!
       sed 's/generations: 6/generations: 1, wall_clock_s: 40/' configs/pretuned/rms_norm_acf_only.yaml > /tmp/imports_run.yaml
