@@ -87,7 +87,7 @@ from pathlib import Path
 from typing import Any
 
 from common import GpuJob, GpuSlot, gpu_slots, host_gpu_names, run_meta, run_on_gpus, run_with_watchdog
-from common import cpu_model, cpu_topology, load_average, stored_records
+from common import cpu_model, cpu_topology, cuda_context_holders, load_average, stored_records
 from paretotune.measure.ceiling import bandwidth  # validate's own rule; the module imports no torch
 ROOT = Path(__file__).resolve().parents[1]
 ACF_DIR = ROOT / "benchmarks" / "inputs" / "ttq_acfs"
@@ -101,6 +101,8 @@ AFTER_BUDGET_S = 27.0  # per arm past its budget: candidates in flight, closing,
 TRITON_ARM_S = 40.0  # Triton's autotune over its configs, imports included
 RETIME_S = 50.0  # per kernel: the winners by each budget and their no-ACF twins, re-timed in a fresh process
 # (H200, 2026-12-04: 42 s for two arms at two budgets)
+CONTEXT_LOOK_S = 45.0  # when a paretotune arm looks which of its processes hold a CUDA context (its start-up done:
+# first records came 28-38 s in on the H200); which do may say where its 15-19 s kernel import goes
 
 
 # -- the kernels --------------------------------------------------------------------------------------------
@@ -197,9 +199,12 @@ def paretotune_arm(work: Path, name: str, spec: dict[str, Any], strategy: str, b
                             env=child_env())
     seen: dict[int, float] = {}  # candidate id -> seconds since start when first seen stored
     results = out / "results.jsonl"
+    contexts = None
     while proc.poll() is None:
         _read_new(results, seen, start)
         time.sleep(0.5)
+        if contexts is None and time.time() - start >= CONTEXT_LOOK_S:
+            contexts = {"at_s": round(time.time() - start, 1), **(cuda_context_holders(proc.pid) or {})}
         if time.time() - start > budget_s + 120:
             proc.kill()
     _read_new(results, seen, start)
@@ -237,7 +242,7 @@ def paretotune_arm(work: Path, name: str, spec: dict[str, Any], strategy: str, b
             "max_candidate_gpu_s": max(held, default=None),
             "hung_candidates": timing.get("hung_candidates"), "gpu_lost_s": timing.get("gpu_lost_s"),
             "clocks": timing.get("clocks"), "baseline_drift": timing.get("baseline_drift"),
-            "host_load": timing.get("host_load")}
+            "host_load": timing.get("host_load"), "cuda_contexts": contexts}
 
 
 def paired_speedup(record: Any) -> float | None:

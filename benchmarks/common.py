@@ -368,6 +368,59 @@ def host_gpu_names() -> list[str]:
             if line.startswith("GPU ") and ": " in line]
 
 
+def cuda_context_holders(root_pid: int) -> dict[str, Any] | None:
+    """Which processes of ``root_pid``'s tree hold a CUDA context now, by ``nvidia-smi --query-compute-apps`` (the
+    processes with a context on any GPU, their memory), each with its depth in the tree (0: the root; a fork
+    server's workers are 2) and how many children it has. None without nvidia-smi. Asks no CUDA context itself."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    memory: dict[int, float | None] = {}
+    for line in out.stdout.splitlines():
+        pid, _, mib = (part.strip() for part in line.partition(","))
+        if pid.isdigit():
+            memory[int(pid)] = float(mib) if mib.replace(".", "", 1).isdigit() else None
+    parents = process_parents()
+    depth = process_tree(root_pid, parents)
+    holding = [{"pid": pid, "depth": depth[pid], "mib": memory[pid],
+                "children": sum(1 for parent in parents.values() if parent == pid)}
+               for pid in sorted(depth) if pid in memory]
+    return {"tree": len(depth), "by_depth": {str(d): sum(1 for v in depth.values() if v == d)
+                                             for d in sorted(set(depth.values()))},
+            "holding": holding, "others": len(set(memory) - set(depth))}
+
+
+def process_parents() -> dict[int, int]:
+    """Every live process's parent, from /proc/PID/stat (after the command name, which may hold spaces: state,
+    then the parent's pid)."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:  # gone meanwhile
+                continue
+            parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
+    return parents
+
+
+def process_tree(root_pid: int, parents: dict[int, int]) -> dict[int, int]:
+    """Every process under ``root_pid`` in ``parents`` (itself included, if alive), with its depth below it."""
+    depth = {root_pid: 0} if root_pid in parents else {}
+    frontier = list(depth)
+    while frontier:
+        pid = frontier.pop()
+        for child, parent in parents.items():
+            if parent == pid and child not in depth:
+                depth[child] = depth[pid] + 1
+                frontier.append(child)
+    return depth
+
+
 def gpu_slots(gpus: list[int], n_host_gpus: int, cores: list[int] | None = None) -> list[GpuSlot]:
     """A slot for each GPU index of ``gpus``: GPU ``i`` gets the ``i``-th of ``n_host_gpus`` equal shares of
     ``cores`` (default: this process's), the same share whichever command asks, so that two commands on

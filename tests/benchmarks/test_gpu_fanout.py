@@ -295,6 +295,49 @@ def test_the_gpu_models_are_read_from_nvidia_smi(common: ModuleType, tmp_path: P
     assert common.host_gpu_names() == [] and common.host_gpus() == 0
 
 
+def test_the_cuda_context_look_places_each_holder_in_the_arms_process_tree(common: ModuleType, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which of an arm's processes hold a CUDA context: ``nvidia-smi --query-compute-apps`` lists the holders on the
+    host, the arm's tree is read from /proc. A real tree (a campaign process, a server under it, two workers under
+    that) and a stand-in nvidia-smi that names the campaign, one worker and a process outside the tree."""
+    import time
+
+    script = ("import subprocess, sys, time\n"
+              "if sys.argv[1] == '0':\n"
+              "    subprocess.Popen([sys.executable, __file__, '1'])\n"
+              "elif sys.argv[1] == '1':\n"
+              "    [subprocess.Popen([sys.executable, __file__, '2']) for _ in range(2)]\n"
+              "time.sleep(60)\n")
+    tree_py = tmp_path / "tree.py"
+    tree_py.write_text(script)
+    root = subprocess.Popen([sys.executable, str(tree_py), "0"], start_new_session=True)
+    try:
+        for _ in range(100):  # until all four are up
+            depth = common.process_tree(root.pid, common.process_parents())
+            if len(depth) == 4:
+                break
+            time.sleep(0.1)
+        assert sorted(depth.values()) == [0, 1, 2, 2]
+        worker = next(pid for pid, d in depth.items() if d == 2)
+        outsider = os.getpid()
+        fake = tmp_path / "bin" / "nvidia-smi"
+        fake.parent.mkdir()
+        fake.write_text(f"#!/bin/sh\necho '{root.pid}, 512'\necho '{worker}, 1024'\necho '{outsider}, 600'\n")
+        fake.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+        look = common.cuda_context_holders(root.pid)
+    finally:
+        os.killpg(root.pid, 9)
+        root.wait()
+    assert look is not None and look["tree"] == 4 and look["by_depth"] == {"0": 1, "1": 1, "2": 2}
+    assert look["holding"] == sorted([{"pid": root.pid, "depth": 0, "mib": 512.0, "children": 1},
+                                      {"pid": worker, "depth": 2, "mib": 1024.0, "children": 0}],
+                                     key=lambda h: h["pid"])
+    assert look["others"] == 1
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert common.cuda_context_holders(root.pid) is None  # no nvidia-smi: no look
+
+
 def test_a_kernel_begun_on_one_gpu_model_is_not_continued_on_another(ttq: ModuleType, tmp_path: Path) -> None:
     """A table recorded over calls that land on different machines: a kernel whose arms ran on an H200 is not
     re-timed (nor its other arm searched) on an H100; a kernel with no parts yet runs on whatever came, and on the
