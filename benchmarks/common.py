@@ -127,12 +127,17 @@ def cpu_topology() -> dict[str, int | None]:
             "physical_cores": len(cores) or None, "sockets": len({p for p, _ in cores}) or None}
 
 
-def gpu_name() -> str:
+def nvidia_smi(*args: str) -> subprocess.CompletedProcess[str] | None:
+    """``nvidia-smi ARGS`` (it asks no CUDA context); None where it is missing or does not answer in 30 s."""
     try:
-        return subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                              text=True, timeout=30).stdout.strip() or "unknown"
+        return subprocess.run(["nvidia-smi", *args], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
-        return "unknown (no nvidia-smi)"
+        return None
+
+
+def gpu_name() -> str:
+    done = nvidia_smi("--query-gpu=name", "--format=csv,noheader")
+    return "unknown (no nvidia-smi)" if done is None else done.stdout.strip() or "unknown"
 
 
 def versions() -> dict[str, str]:
@@ -360,10 +365,8 @@ def host_gpus() -> int:
 def host_gpu_names() -> list[str]:
     """The model of each GPU ``nvidia-smi -L`` lists, by index (``NVIDIA H200``; the name torch's
     ``get_device_name`` gives); empty without one. Asks no CUDA context."""
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=False).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return []
+    done = nvidia_smi("-L")
+    out = "" if done is None else done.stdout
     return [line.split(": ", 1)[1].split(" (UUID")[0].strip() for line in out.splitlines()
             if line.startswith("GPU ") and ": " in line]
 
@@ -372,12 +375,8 @@ def cuda_context_holders(root_pid: int) -> dict[str, Any] | None:
     """Which processes of ``root_pid``'s tree hold a CUDA context now, by ``nvidia-smi --query-compute-apps`` (the
     processes with a context on any GPU, their memory), each with its depth in the tree (0: the root; a fork
     server's workers are 2) and how many children it has. None without nvidia-smi. Asks no CUDA context itself."""
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if out.returncode != 0:
+    out = nvidia_smi("--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits")
+    if out is None or out.returncode != 0:
         return None
     memory: dict[int, float | None] = {}
     for line in out.stdout.splitlines():
