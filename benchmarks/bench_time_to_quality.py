@@ -199,12 +199,13 @@ def paretotune_arm(work: Path, name: str, spec: dict[str, Any], strategy: str, b
                             env=child_env())
     seen: dict[int, float] = {}  # candidate id -> seconds since start when first seen stored
     results = out / "results.jsonl"
-    contexts = None
+    contexts, looked = None, False  # the look: None where nvidia-smi did not answer
     while proc.poll() is None:
         _read_new(results, seen, start)
         time.sleep(0.5)
-        if contexts is None and time.time() - start >= CONTEXT_LOOK_S:
-            contexts = {"at_s": round(time.time() - start, 1), **(cuda_context_holders(proc.pid) or {})}
+        if not looked and time.time() - start >= CONTEXT_LOOK_S:
+            looked, at_s, found = True, round(time.time() - start, 1), cuda_context_holders(proc.pid)
+            contexts = None if found is None else {"at_s": at_s, **found}
         if time.time() - start > budget_s + 120:
             proc.kill()
     _read_new(results, seen, start)
