@@ -88,6 +88,8 @@ for step in "$@"; do
       # (IMPORTS_CAMPAIGN=0: the import trace alone, without the 40 s campaign)
       log imports; timeout ${IMPORTS_TIMEOUT:-60} python3 benchmarks/check_import_cuda.py --out "$OUTDIR/import_cuda.json" \
         --kernel .workloads/helion-pretuned-sm90/rms_norm/rms_norm.py 2>&1 | tail -30
+      # can a fork server preload Helion when torch asks NVML, not the driver, whether CUDA is there?
+      timeout ${FORK_TIMEOUT:-90} python3 benchmarks/check_fork_cuda.py --helion-only --out "$OUTDIR/fork_cuda.json" 2>&1 | tail -12
       [ "${IMPORTS_CAMPAIGN:-1}" = 0 ] && continue
       (while sleep 2; do date -u +%T; nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader
        done) > "$OUTDIR/cuda_contexts.txt" 2>&1 & sampler=$!
