@@ -172,6 +172,22 @@ def normalize(config_spec: Any, config: dict[str, Any], *, fix_invalid: bool) ->
     config_spec.normalize(config, _fix_invalid=fix_invalid)
 
 
+def conform_list_lengths(config_spec: Any, config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with each list knob that Helion's search encodes at a fixed length (a ``ListOf`` of the
+    ConfigSpec: ``indexing``, ``atomic_indexing``, ...) cut, or padded with its default, to that length. A heuristic
+    written for another binding of the kernel can carry one more memory op's slot than this binding has; Helion
+    compiles it (the extra slot unused), but its search's encoding asserts on the length."""
+    import_helion()
+    from helion.autotuner.config_fragment import ListOf
+
+    out = dict(config)
+    for key, value in config.items():
+        fragment = getattr(config_spec, key, None)
+        if isinstance(fragment, ListOf) and isinstance(value, list) and len(value) != fragment.length:
+            out[key] = [*value[:fragment.length], *fragment.default()[len(value):]]
+    return out
+
+
 def bound_config(bound: Any) -> Any:
     """The config a bound kernel runs a plain call with (``BoundKernel._config``: its autotuner's pick, the AOT
     heuristic's, the decorator's), else None."""

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from paretotune.compat import helion as compat_helion
 from paretotune.errors import UserError
 from paretotune.search.acf_list import AcfLists, sha
 from paretotune.search.base import EngineOptions, Proposal
@@ -75,7 +76,7 @@ class HelionSearchEngine:
         self.n_objectives, self.seed = n_objectives, seed
         self.algorithm, self.effort, self.islands = algorithm, effort, max(1, int(islands))
         self._lists = AcfLists(space, max(1, int(acfs)))
-        self._seed_config = dict(seed_config) if seed_config else None
+        self._seed_config = self._conformed(seed_config) if seed_config else None
         self.reference: list[float] | None = None  # the scalarisation's reference (baseline, else first success)
         self.results: list[dict[str, Any]] = []  # told, in order: key, config, ACF sha, score
         self._known: dict[str, Score] = {}
@@ -91,9 +92,15 @@ class HelionSearchEngine:
     def know_baseline(self, config: Mapping[str, Any], score: Sequence[float]) -> None:
         """The baseline's config and score: the scalarisation's reference, a seed config, never re-evaluated."""
         self.reference = [float(v) for v in score]
-        self._seed_config = dict(config)
+        self._seed_config = self._conformed(config)
         self._baseline_key = point_key(dict(config), None)
-        self._known[self._baseline_key] = tuple(self.reference)
+        for key in {self._baseline_key, point_key(self._seed_config, None)}:  # as given, and as Helion's seed
+            self._known[key] = tuple(self.reference)
+
+    def _conformed(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """A seed config in the lengths Helion's search encodes: a baseline with one more indexing slot than this
+        binding has ended every round after its first population (an assertion in LFBO's encoding)."""
+        return compat_helion.conform_list_lengths(self.native.spec, config)
 
     def ask(self) -> list[Proposal]:
         """The leading island's whole batch; while all of it is in flight, one proposal of the next island (the

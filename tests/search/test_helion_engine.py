@@ -120,6 +120,30 @@ def test_every_proposal_is_a_point_helion_accepts_and_none_is_repeated() -> None
     inner.close()
 
 
+def test_a_baseline_with_one_more_indexing_slot_than_this_binding_still_seeds_a_search_that_goes_on() -> None:
+    """A heuristic written for another binding of a kernel can carry one more memory op's ``indexing`` than the
+    ConfigSpec has (pretuned dynamic_per_token_scaled_fp8_quant: 5 against 4). Helion compiles such a config, but
+    its surrogate's encoding asserted on the length, so every round stopped after its random first population and
+    the search never came near the baseline (H200, 2026-12-05). The seed is cut to the spec's length: the rounds
+    go on past their first population, and the cut baseline (the same Triton source: the same kernel) is answered
+    from what is known, never built."""
+    adapter = scale_rows(gpu=True)
+    base = adapter.default_config(WIDE)
+    longer = {**base, "indexing": [*base["indexing"], "tensor_descriptor"]}
+    with device_features(True):
+        assert adapter.triton_source(longer, WIDE) == adapter.triton_source(base, WIDE)
+    eng, inner, _ = engine(adapter)
+    eng.know_baseline(longer, synthetic(longer, None))
+    loop = Loop(eng)
+    loop.run(120)
+    assert inner.errors == [] and all(r.error is None for r in inner.rounds)
+    assert len(inner.rounds[0].calls) > 1  # Helion's generations after its first population
+    first = inner.rounds[0].calls[0]
+    assert any(i.key == point_key(base, None) and i.engine_id is None for i in first)
+    assert point_key(base, None) not in {point_key(p.config, None) for p in loop.proposed if p.acf is None}
+    inner.close()
+
+
 def test_islands_and_rounds_on_another_configspec() -> None:
     """Two searches side by side on the bundled RMS norm's ConfigSpec with generated ACFs (a list of CompileIQ
     samples per round): the second fills the window while the first waits at its generation barrier, both have
