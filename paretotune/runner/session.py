@@ -154,6 +154,8 @@ def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engin
         if drift["exceeds"]:
             print(f"drift: the paired baseline of {shape} spread {drift['spread_pct']:.1f} % over the run, above its "
                   f"noise floor of {drift['noise_floor_pct']:.1f} % (each ratio is to its own neighbouring baseline)")
+    if line := search_errors_line(run):
+        print(line)
     if timing.get("hung_candidates"):
         print(f"{timing['hung_candidates']} candidate(s) hung on the GPU: {timing['gpu_lost_s']:.1f} s lost, not "
               "counted as GPU busy")
@@ -165,6 +167,15 @@ def execute(campaign: Campaign, run: RunDir, ptxas: Ptxas, *, quiet: bool, engin
                                                              "close")))
     print_front(run)
     return 0
+
+
+def search_errors_line(run: RunDir) -> str | None:
+    """What the summary says of the errors the engine went on past (``search_errors`` in run.json), if any."""
+    errors = run.meta().get("search_errors") or []
+    if not errors:
+        return None
+    return (f"the search engine met {len(errors)} error(s) inside itself and went on past them, its search the "
+            f"poorer for it: {errors[-1]}")
 
 
 def evaluated_line(records: Sequence[TrialRecord]) -> str:

@@ -19,7 +19,7 @@ from paretotune.campaign.user_code import import_object
 from paretotune.kernels.helion import HelionAdapter, spec_from_kernel
 from paretotune.kernels.helion_space import accepts, device_features
 from paretotune.records import Shape
-from paretotune.search.base import EngineOptions, Proposal
+from paretotune.search.base import EngineOptions, Proposal, engine_errors
 from paretotune.search.dedupe import Deduplicated
 from paretotune.search.catalog import ENGINE_INFO, resolve_engine
 from paretotune.search.space import SearchSpace, point_key
@@ -141,6 +141,25 @@ def test_a_baseline_with_one_more_indexing_slot_than_this_binding_still_seeds_a_
     first = inner.rounds[0].calls[0]
     assert any(i.key == point_key(base, None) and i.engine_id is None for i in first)
     assert point_key(base, None) not in {point_key(p.config, None) for p in loop.proposed if p.acf is None}
+    inner.close()
+
+
+def test_an_error_inside_helions_rounds_is_named_by_the_engine_for_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fault above, injected where it was raised (Helion's ``encode_config``, a bare ``assert``): every round
+    ends on it, the engine goes on, and ``engine_errors`` (what the run records and its summary prints) names each
+    in one line, the exception and the function that raised it, not a bare "AssertionError:"."""
+    from helion.autotuner.config_generation import ConfigGeneration
+
+    def encode_config(self: Any, flat_config: Any) -> list[float]:
+        raise AssertionError  # as Helion's own bare ``assert`` fails (pytest rewrites only the tests' asserts)
+
+    monkeypatch.setattr(ConfigGeneration, "encode_config", encode_config)
+    adapter = scale_rows(gpu=True)
+    eng, inner, _ = engine(adapter)
+    Loop(eng).run(60)
+    lines = engine_errors(eng)  # through the Deduplicated wrapper
+    assert len(inner.rounds) > 1 and len(lines) == len(inner.errors) == sum(1 for r in inner.rounds if r.error)
+    assert all(line.startswith("AssertionError at ") and line.endswith("(encode_config)") for line in lines)
     inner.close()
 
 
