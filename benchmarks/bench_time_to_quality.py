@@ -243,7 +243,8 @@ def paretotune_arm(work: Path, name: str, spec: dict[str, Any], strategy: str, b
             "max_candidate_gpu_s": max(held, default=None),
             "hung_candidates": timing.get("hung_candidates"), "gpu_lost_s": timing.get("gpu_lost_s"),
             "clocks": timing.get("clocks"), "baseline_drift": timing.get("baseline_drift"),
-            "host_load": timing.get("host_load"), "cuda_contexts": contexts}
+            "host_load": timing.get("host_load"), "cuda_contexts": contexts,
+            "search_errors": meta.get("search_errors")}  # the engine's errors it went on past (Helion's rounds)
 
 
 def paired_speedup(record: Any) -> float | None:
