@@ -394,17 +394,10 @@ def cuda_context_holders(root_pid: int) -> dict[str, Any] | None:
 
 
 def process_parents() -> dict[int, int]:
-    """Every live process's parent, from /proc/PID/stat (after the command name, which may hold spaces: state,
-    then the parent's pid)."""
-    parents = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:  # gone meanwhile
-                continue
-            parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
-    return parents
+    """Every live process's parent (``paretotune.processes.process_table``: /proc, zombies included)."""
+    from paretotune.processes import process_table
+
+    return {pid: parent for pid, _, parent, _, _ in process_table()}
 
 
 def process_tree(root_pid: int, parents: dict[int, int]) -> dict[int, int]:
