@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -68,24 +67,11 @@ def is_asynchronous(engine: object) -> bool:
 
 def engine_errors(engine: object) -> list[str]:
     """The errors an engine met inside itself and went on past (Helion's rounds, each ended by one), through
-    wrappers (``inner``), each as :func:`error_line` gives it: a search that carries on in a poorer way must say so
-    in the run, not only in a warning a quiet run's log leaves out."""
+    wrappers (``inner``), each its first line: a search that carries on in a poorer way must say so in the run,
+    not only in a warning a quiet run's log leaves out."""
     while engine is not None:
         errors = getattr(engine, "errors", None)
         if isinstance(errors, list):
-            return [error_line(e) for e in errors]
+            return [(e.strip().splitlines() or ["unknown error"])[0] for e in errors]
         engine = getattr(engine, "inner", None)
     return []
-
-
-def error_line(text: str) -> str:
-    """One line of an error with its traceback: its first line, and where the traceback ended when that line
-    says nothing past the exception's name (``AssertionError:``)."""
-    first = (text.strip().splitlines() or ["unknown error"])[0].strip()
-    name, _, message = first.partition(":")
-    frames = [line.strip() for line in text.splitlines() if line.strip().startswith("File ")]
-    if message.strip() or not frames:
-        return first
-    where = frames[-1].removeprefix("File ").replace('"', "").split(", ")
-    place = "/".join(Path(where[0]).parts[-3:]) + (f":{where[1].removeprefix('line ')}" if len(where) > 1 else "")
-    return f"{name} at {place}" + (f" ({where[2].removeprefix('in ')})" if len(where) > 2 else "")

@@ -21,6 +21,7 @@ import threading
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from paretotune.search.acf_list import label
@@ -135,7 +136,7 @@ class Round:
             pass
         except Exception as exc:  # noqa: BLE001 - Helion's own errors end the round; the engine decides
             if type(exc).__name__ != "NoConfigFound":  # every config of a round failed: data, not an error
-                self.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
+                self.error = f"{error_head(exc)}\n{traceback.format_exc(limit=8)}"
         finally:
             if self._ctx is not None:
                 self._leave()
@@ -201,6 +202,16 @@ class Round:
         for item, entry in zip(items, logged, strict=True):
             item.engine_id, item.issued = entry["id"], bool(entry.get("issued", True))
             item.score = entry["s"]
+
+
+def error_head(exc: BaseException) -> str:
+    """The first line of a round's error: the exception and its message, or, where it has none (Helion's bare
+    ``assert``), where it was raised, so the line names the fault on its own (run.json ``search_errors``)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if str(exc) or not frames:
+        return f"{type(exc).__name__}: {exc}"
+    last = frames[-1]
+    return f"{type(exc).__name__} at {'/'.join(Path(last.filename).parts[-3:])}:{last.lineno} ({last.name})"
 
 
 def set_environ(values: Mapping[str, str]) -> None:
