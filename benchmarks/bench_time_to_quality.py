@@ -277,19 +277,35 @@ def _read_new(results: Path, seen: dict[int, float], start: float) -> None:
         seen.setdefault(cid, now)
 
 
+# How the tools' child processes load a kernel file: as Python's import would, once, under a name in sys.modules.
+# Helion resolves a kernel's module-level names through sys.modules[fn.__module__]: a file executed without a
+# sys.modules entry failed to bind with "KeyError: 'ttq_kernel'" on the first global it read
+# (rms_norm_dynamic_per_token_quant's `fp8_dtype = _FP8_DTYPE`), and each load ran the file again.
+CHILD_LOADER = r"""
+import importlib, importlib.util, os, sys
+
+def load(module):
+    if not module.endswith(".py"):
+        return importlib.import_module(module)
+    name = "ttq_" + os.path.splitext(os.path.basename(module))[0]
+    if name not in sys.modules:
+        s = importlib.util.spec_from_file_location(name, module)
+        mod = importlib.util.module_from_spec(s)
+        sys.modules[name] = mod
+        try:
+            s.loader.exec_module(mod)
+        except BaseException:
+            del sys.modules[name]
+            raise
+    return sys.modules[name]
+"""
+
 HELION_CHILD = r"""
-import json, sys, time, importlib, importlib.util
+import json, sys, time
 process_start = time.time()  # before torch and Helion are imported: a paretotune arm's clock starts there too
 spec = json.loads(sys.argv[1])
 import torch, helion
-
-def load(module):
-    if module.endswith(".py"):
-        s = importlib.util.spec_from_file_location("ttq_kernel", module)
-        mod = importlib.util.module_from_spec(s)
-        s.loader.exec_module(mod)
-        return mod
-    return importlib.import_module(module)
+""" + CHILD_LOADER + r"""
 
 def obj(name):
     module, _, attr = name.rpartition(":")
@@ -359,13 +375,12 @@ def helion_config(text: str) -> dict[str, Any]:
 
 
 TRITON_CHILD = r"""
-import importlib.util, json, sys, time
+import json, sys, time
 process_start = time.time()
 spec = json.loads(sys.argv[1])
 import torch
-s = importlib.util.spec_from_file_location("ttq_autotuned", spec["file"])
-mod = importlib.util.module_from_spec(s)
-s.loader.exec_module(mod)
+""" + CHILD_LOADER + r"""
+mod = load(spec["file"])
 kernel = mod.rms_norm_kernel  # the @triton.autotune object, used unchanged
 t = {k: v.cuda() for k, v in mod.rms_norm_inputs(spec["shape"]).items()}
 start = time.time()
