@@ -277,27 +277,22 @@ def _read_new(results: Path, seen: dict[int, float], start: float) -> None:
         seen.setdefault(cid, now)
 
 
-# How the tools' child processes load a kernel file: as Python's import would, once, under a name in sys.modules.
-# Helion resolves a kernel's module-level names through sys.modules[fn.__module__]: a file executed without a
-# sys.modules entry failed to bind with "KeyError: 'ttq_kernel'" on the first global it read
-# (rms_norm_dynamic_per_token_quant's `fp8_dtype = _FP8_DTYPE`), and each load ran the file again.
+# How the tools' child processes load a kernel file: as paretotune's arms do (paretotune.campaign.kernel_file, which
+# imports no other module of paretotune: a few ms), once. A file executed without a sys.modules entry, as the
+# children did before, fails to bind where the kernel reads a module-level name (Helion resolves them through
+# sys.modules[fn.__module__]): rms_norm_dynamic_per_token_quant's arm failed with "KeyError: 'ttq_kernel'".
 CHILD_LOADER = r"""
-import importlib, importlib.util, os, sys
+import importlib
+from pathlib import Path
+from paretotune.campaign.kernel_file import load_file
+_loaded = {}
 
 def load(module):
     if not module.endswith(".py"):
         return importlib.import_module(module)
-    name = "ttq_" + os.path.splitext(os.path.basename(module))[0]
-    if name not in sys.modules:
-        s = importlib.util.spec_from_file_location(name, module)
-        mod = importlib.util.module_from_spec(s)
-        sys.modules[name] = mod
-        try:
-            s.loader.exec_module(mod)
-        except BaseException:
-            del sys.modules[name]
-            raise
-    return sys.modules[name]
+    if module not in _loaded:
+        _loaded[module] = load_file(Path(module).resolve(), private="ttq")
+    return _loaded[module]
 """
 
 # The kernel Helion's arm tunes is the kernel as shipped: a helion.Kernel's own settings that are not about
