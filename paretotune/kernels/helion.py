@@ -128,6 +128,13 @@ class HelionAdapter:
         return self._kernel
 
     @property
+    def static_shapes(self) -> bool:
+        """Whether the kernel is specialized to each input's sizes and strides, as built and measured here: its own
+        setting (Helion's AOT kernels ship with ``False``), which a pinned config must be used with, since the same
+        config generates other Triton code under the other setting."""
+        return bool(self.kernel.settings.static_shapes)
+
+    @property
     def kernel_name(self) -> str:
         """What Triton, ptxas and ncu call the device kernel: ``_helion_<python function name>``."""
         return f"_helion_{self.kernel.name}"

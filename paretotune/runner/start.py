@@ -144,7 +144,10 @@ def kernel_meta(campaign: Campaign, adapter: Any) -> dict[str, Any]:
         note = engine_note(campaign, adapter)
         if note:
             notes.append(note)
-    return {"baselines": baselines, "baseline_sources": sources, "notes": notes}
+    meta = {"baselines": baselines, "baseline_sources": sources, "notes": notes}
+    if isinstance(static := getattr(adapter, "static_shapes", None), bool):  # a Helion kernel's own setting
+        meta["static_shapes"] = static
+    return meta
 
 
 def note_measurement(run: RunDir, baseline: Any, shapes: Sequence[Any]) -> None:

@@ -328,7 +328,8 @@ def write_artifacts(run: RunDir, verdicts: pd.DataFrame, chosen: list[dict[str, 
         per_shape = kernel_meta.get("baselines") if not cand["config"] else None
         baseline = baseline_phrase(kernel_meta.get("baseline_sources", {}), [s.label for s in campaign.shapes])
         snippet.write_text(pin_snippet(campaign.spec.kernel.source, cand["config"], acf_name, speedups,
-                                       acf_shares, per_shape=per_shape, baseline=baseline))
+                                       acf_shares, per_shape=per_shape, baseline=baseline,
+                                       static_shapes=kernel_meta.get("static_shapes", True)))
         written.append(snippet)
     return written
 
@@ -346,10 +347,11 @@ def acf_share_text(shares: dict[str, float], has_acf: bool) -> str:
 
 def pin_snippet(source: str, config: dict[str, Any], acf_name: str | None, speedups: dict[str, float],
                 acf_shares: dict[str, float] | None = None, per_shape: dict[str, dict[str, Any]] | None = None,
-                baseline: str = "the kernel's default config") -> str:
+                baseline: str = "the kernel's default config", static_shapes: bool = True) -> str:
     """Python that reproduces the winner: a helion.Config or Triton launch options with the ACF pinned.
     ``per_shape``: the winner's config is ``{}`` (each shape at its own baseline config): one Config per shape.
-    ``baseline`` names what the speedups are over (the AOT heuristic's config, the spec's default, ...)."""
+    ``baseline`` names what the speedups are over (the AOT heuristic's config, the spec's default, ...).
+    ``static_shapes``: the Helion kernel's own setting, as it was measured; the snippet says to keep it."""
     gains = ", ".join(f"{s}: {v:.3f}x" for s, v in speedups.items())
     acf_line = f'ACF = str(Path(__file__).with_name("{acf_name}"))' if acf_name else 'ACF = ""  # compiler defaults'
     header = (f"# Pinned by paretotune: validated speedup vs the baseline, {baseline}, no ACF ({gains}).\n"
@@ -365,8 +367,9 @@ def pin_snippet(source: str, config: dict[str, Any], acf_name: str | None, speed
     launch = {k: v for k, v in config.items() if k in ("num_warps", "num_stages", "num_ctas", "maxnreg")}
     consts = {k: v for k, v in config.items() if k not in launch}
     if any(k in config for k in ("block_sizes", "indexing", "reduction_loops", "pid_type")):
-        return header + ("import helion\n\nCONFIG = helion.Config(**" + repr(config) +
-                         ", advanced_controls_file=ACF)\n# use: helion.kernel(config=CONFIG, static_shapes=True)(fn)\n")
+        return header + ("import helion\n\nCONFIG = helion.Config(**" + repr(config) + ", advanced_controls_file=ACF)\n"
+                         f"STATIC_SHAPES = {static_shapes!r}  # the kernel's own setting, as measured\n"
+                         "# use: helion.kernel(config=CONFIG, static_shapes=STATIC_SHAPES)(fn)\n")
     opts = ", ".join([f"{k}={v!r}" for k, v in {**consts, **launch}.items()] +
                      (['ptx_options=f"--apply-controls {ACF}"'] if acf_name else []))
     return header + f"LAUNCH_KWARGS = dict({opts})\n# use: kernel[grid](*args, **LAUNCH_KWARGS)\n"

@@ -6,6 +6,7 @@ against Helion's own ``AOTAutotuneCache._get_heuristic_config``. On 74b6e06 pare
 got Helion's default config."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -160,3 +161,28 @@ def test_the_run_prints_where_each_baseline_came_from(tmp_path: Path) -> None:
     done = _cli("run", str(campaign), "--out", str(tmp_path / "run"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "baseline wide: AOT heuristic _helion_aot_rows_keyed_cuda_sm90.py (sm_90)" in done.stdout
+    # an AOT kernel is built as shipped, without static shapes; the run says so for what it pins
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["kernel"]["static_shapes"] is False
+
+
+def test_a_pinned_config_is_used_with_the_kernels_own_static_shapes() -> None:
+    """The pin says to build the config with the kernel's own ``static_shapes``: Helion's AOT kernels ship with
+    ``False``, and the same config under ``static_shapes=True`` generates other Triton code than was measured
+    (the pin once said ``True`` for every kernel)."""
+    import helion
+
+    from paretotune.validate.validation import pin_snippet
+
+    aot, plain = _adapter("rows_keyed.py:scale_keyed"), _adapter("rows_keyed.py:scale_keyed")
+    plain._kernel = helion.kernel(aot.kernel.fn, static_shapes=True)
+    assert aot.static_shapes is False and plain.static_shapes is True
+    config = aot.default_config(WIDE)
+    scope: dict[str, Any] = {"__file__": "/tmp/pin.py"}
+    exec(compile(pin_snippet("rows_keyed.py:scale_keyed", config, None, {"wide": 1.02},  # noqa: S102 - the pin
+                             static_shapes=aot.static_shapes), "pin.py", "exec"), scope)
+    assert scope["STATIC_SHAPES"] is False
+    pinned = helion.kernel(aot.kernel.fn, config=scope["CONFIG"], static_shapes=scope["STATIC_SHAPES"])
+    args = aot.spec.args(aot.spec.inputs(WIDE.params, "meta", 0), WIDE.params)
+    measured = aot.triton_source(config, WIDE)
+    assert pinned.bind(args).to_triton_code(scope["CONFIG"]) == measured
+    assert plain.triton_source(config, WIDE) != measured
