@@ -13,9 +13,13 @@ topmost such folder below ``CALL/`` goes in whole. Where ``CALL/`` is itself a r
 merged in, each under its own stem (``call1_runs.tgz`` -> ``call1_runs/``). Every file is read back from the
 archive and compared before anything is removed. A folder packed before and unpacked again is packed again as it
 is; one whose files changed since (a run done again, as a table recorded over several sessions does) is refused,
-unless ``--replace``: then the folder on disk replaces everything the archive held under its name.
+unless ``--replace``: then the folder on disk replaces everything the archive held under its name. A run folder moved
+or deleted after it was packed (a superseded run moved aside) stays in the archive under its old path, and unpacking
+in place brings it back there: after unpacking, moving and packing again, ``--drop-gone`` takes out of the archive
+every packed file that is no longer on disk (it refuses when none is: the archive was not unpacked).
 
     python benchmarks/archive_runs.py benchmarks/results/h200_2026-12-04a [CALL ...] [--dry-run] [--replace]
+        [--drop-gone]
     tar -xJf benchmarks/results/CALL/runs.tar.xz -C /tmp/CALL    # to read a run again
 """
 from __future__ import annotations
@@ -114,14 +118,23 @@ def read_back(path: Path) -> dict[str, bytes | None]:
                 for info in tar.getmembers()}
 
 
-def archive(call: Path, dry_run: bool = False, replace: bool = False) -> tuple[int, int]:
+def archive(call: Path, dry_run: bool = False, replace: bool = False, drop_gone: bool = False) -> tuple[int, int]:
     """Pack ``call``'s raw entries (merging any archive already there); returns (files packed, entries removed).
-    ``replace``: each raw folder on disk replaces what the archive held under its name (a run done again)."""
+    ``replace``: each raw folder on disk replaces what the archive held under its name (a run done again).
+    ``drop_gone``: the archive was unpacked in place first, so a packed path not on disk was moved or deleted since
+    (a superseded run moved aside): it leaves the archive, which would otherwise bring it back on the next unpack."""
     entries = raw_entries(call)
     if not entries:
         return 0, 0
     target = call / ARCHIVE
     items = read_back(target) if target.is_file() else {}
+    if drop_gone and items:
+        kept = {n: d for n, d in items.items() if (call / n).exists()}
+        if not any(d is not None for d in kept.values()):
+            raise SystemExit(f"{call}: no packed file is on disk; unpack {ARCHIVE} in place first")
+        for gone in sorted({n.rsplit("/", 1)[0] for n, d in items.items() if n not in kept and d is not None}):
+            print(f"{call}: leaves {ARCHIVE}: {gone}/ (no longer on disk)")
+        items = kept
     if replace:
         prefixes = [e.relative_to(call).as_posix() for e in entries if e.is_dir()]
         items = {n: d for n, d in items.items() if not any(n == p or n.startswith(f"{p}/") for p in prefixes)}
@@ -153,11 +166,14 @@ def main() -> int:
     ap.add_argument("--dry-run", action="store_true", help="say what would be packed; change nothing")
     ap.add_argument("--replace", action="store_true",
                     help="a raw folder whose files changed since it was packed replaces the archive's copy")
+    ap.add_argument("--drop-gone", action="store_true",
+                    help="(after unpacking in place) packed files no longer on disk, moved or deleted, leave "
+                         "the archive")
     args = ap.parse_args()
     for call in args.calls:
         if not call.is_dir():
             ap.error(f"{call}: not a folder")
-        archive(call, args.dry_run, args.replace)
+        archive(call, args.dry_run, args.replace, args.drop_gone)
     return 0
 
 

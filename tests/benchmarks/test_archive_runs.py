@@ -133,3 +133,35 @@ def test_a_run_done_again_replaces_its_packed_copy_only_when_asked(packer: Modul
         assert tar.extractfile("pretuned/softmax/run-acf-only/results.jsonl").read().count(b"candidate_id") == 2
     assert "pretuned/softmax/run-acf-only/acf/ab.acf" not in names  # the old run's file went with it
     assert "ttq/k/acf_reached/cd.acf" in names
+
+
+def test_a_run_moved_aside_after_packing_leaves_the_archive_only_when_asked(packer: ModuleType, tmp_path: Path) -> None:
+    """A superseded run moved aside after it was packed: by default the archive keeps it under its old path, and the
+    next unpack in place brings it back there (where a table recorded in parts takes it for a run of the current
+    plan); with ``drop_gone`` it leaves the archive, and the moved copy is packed where it now is. Without the
+    archive unpacked first, ``drop_gone`` refuses rather than drop everything."""
+    call = make_call(tmp_path, 1_700_000_000)
+    packer.archive(call)
+    with pytest.raises(SystemExit, match="unpack runs.tar.xz in place first"):
+        (call / "new" / "run").mkdir(parents=True)
+        (call / "new" / "run" / "run.json").write_text("{}\n")
+        packer.archive(call, drop_gone=True)
+    with tarfile.open(call / "runs.tar.xz") as tar:
+        tar.extractall(call, filter="data")
+    old = call / "pretuned" / "softmax" / "run-acf-only"
+    (call / "superseded").mkdir()
+    old.rename(call / "superseded" / "run-acf-only")
+    packer.archive(call)
+    with tarfile.open(call / "runs.tar.xz") as tar:
+        assert "pretuned/softmax/run-acf-only/run.json" in tar.getnames()  # kept: it would come back
+        tar.extractall(call, filter="data")
+    old.joinpath("run.json").unlink()
+    for path in sorted(old.rglob("*"), reverse=True):
+        path.unlink() if path.is_file() else path.rmdir()
+    old.rmdir()
+    packer.archive(call, drop_gone=True)
+    with tarfile.open(call / "runs.tar.xz") as tar:
+        names = tar.getnames()
+    assert not any(n.startswith("pretuned/softmax/run-acf-only") for n in names)
+    assert "superseded/run-acf-only/run.json" in names and "new/run/run.json" in names
+    assert "ttq/k/acf_reached/cd.acf" in names
