@@ -363,7 +363,8 @@ def pin_snippet(source: str, config: dict[str, Any], acf_name: str | None, speed
         body = "".join(f"    {label!r}: helion.Config(**{cfg!r}, advanced_controls_file=ACF),\n"
                        for label, cfg in per_shape.items())
         return header + ("import helion\n\n# each shape at its own baseline config (the kernel's AOT heuristic), "
-                         "with the ACF\nCONFIGS = {\n" + body + "}\n")
+                         "with the ACF\nCONFIGS = {\n" + body + "}\n"
+                         f"STATIC_SHAPES = {static_shapes!r}  # the kernel's own setting, as measured\n")
     launch = {k: v for k, v in config.items() if k in ("num_warps", "num_stages", "num_ctas", "maxnreg")}
     consts = {k: v for k, v in config.items() if k not in launch}
     if any(k in config for k in ("block_sizes", "indexing", "reduction_loops", "pid_type")):

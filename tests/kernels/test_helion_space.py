@@ -201,7 +201,8 @@ def test_pin_for_per_shape_baselines_names_each_shapes_config() -> None:
     adapter = _scale_rows_adapter((NARROW, WIDE))
     per_shape = {s.label: adapter.default_config(s) for s in (NARROW, WIDE)}
     text = pin_snippet("scale_rows.py:scale_rows", {}, "cand3_x.acf", {"narrow": 1.02, "wide": 1.01},
-                       per_shape=per_shape, baseline=adapter.baseline_source["wide"])
+                       per_shape=per_shape, baseline=adapter.baseline_source["wide"],
+                       static_shapes=adapter.static_shapes)
     # the header names what the speedups are over: the heuristic's configs, not "the default build"
     assert text.startswith("# Pinned by paretotune: validated speedup vs the baseline, AOT heuristic "
                            "_helion_aot_scale_rows_cuda_sm90.py (sm_90), no ACF (narrow: 1.020x, wide: 1.010x).")
@@ -211,6 +212,7 @@ def test_pin_for_per_shape_baselines_names_each_shapes_config() -> None:
     assert set(configs) == {"narrow", "wide"}
     assert configs["narrow"].num_warps == 4 and configs["wide"].num_warps == 8
     assert configs["wide"].config["advanced_controls_file"].endswith("cand3_x.acf")
+    assert scope["STATIC_SHAPES"] is adapter.kernel.settings.static_shapes is False  # an AOT kernel, as shipped
 
 
 def test_fragments_helion_does_not_enumerate_get_a_seeded_sample() -> None:
