@@ -52,6 +52,9 @@ class Prepared:
     kernel_name: str
     inputs: Inputs  # the tensors launch() reads and writes (shared with every other arm of a timing set)
     output: Any = None  # the output tensor, if the kernel writes into one: poisoned with NaN before the check
+    # arguments an in-place kernel is declared to write (checked as written even where a launch leaves their bytes
+    # as they were); ``launch()`` returns only what the kernel itself returns, so that no check's work is timed
+    writes: tuple[Any, ...] = ()
 
 
 class KernelAdapter(Protocol):

@@ -89,21 +89,26 @@ def restore(leaves: list[Any], pristine: list[Any]) -> None:
         leaf.copy_(copy)
 
 
-def written_by(leaves: list[Any], pristine: list[Any], declared: Any = None) -> list[int]:
+def declared_writes(prepared: Prepared) -> tuple[Any, ...]:
+    """The tensors ``prepared`` says its launch writes: its ``output`` and its ``writes``."""
+    return tuple(t for t in (prepared.output, *prepared.writes) if t is not None)
+
+
+def written_by(leaves: list[Any], pristine: list[Any], declared: tuple[Any, ...] = ()) -> list[int]:
     """Which tensors a launch changed (its copies taken before it): Helion's autotuner's test, ``torch.equal``;
-    and always the ``declared`` output (a :class:`Prepared`'s ``output``). An output buffer is made empty, and a
-    reused allocation can already hold the very values the launch writes: compared alone it would look unwritten,
-    and any other build's write into it (a rounding apart) would read as a write into an argument only read."""
+    and always the ``declared`` ones (:func:`declared_writes`). An output buffer is made empty, and a reused allocation
+    can already hold the very values the launch writes: compared alone it would look unwritten, and any other
+    build's write into it (a rounding apart) would read as a write into an argument only read."""
     import torch
 
     return [i for i, (leaf, copy) in enumerate(zip(leaves, pristine, strict=True))
-            if _is_tensor(leaf, declared) or not torch.equal(leaf, copy)]
+            if any(_is_tensor(leaf, d) for d in declared) or not torch.equal(leaf, copy)]
 
 
 def _is_tensor(leaf: Any, declared: Any) -> bool:
     """Whether ``declared`` is ``leaf``, or a tensor over the same memory of the same shape."""
-    return declared is not None and (leaf is declared or (
-        leaf.data_ptr() == declared.data_ptr() and leaf.shape == declared.shape and leaf.device == declared.device))
+    return leaf is declared or (
+        leaf.data_ptr() == declared.data_ptr() and leaf.shape == declared.shape and leaf.device == declared.device)
 
 
 def poison_is_safe(base: Prepared, leaves: list[Any], pristine: list[Any], returned: Any, after: dict[int, Any],
@@ -151,7 +156,7 @@ def check_candidate(adapter: KernelAdapter, config: dict[str, Any], shape: Shape
     base = adapter.prepare(adapter.default_config(shape), shape, None, inputs)
     returned = clone_tree(base.launch())
     sync(device)
-    written = written_by(leaves, pristine, base.output)
+    written = written_by(leaves, pristine, declared_writes(base))
     if not tensor_leaves(returned) and not written:
         return "the baseline returned no tensor and wrote no argument (the kernel spec has no reference)"
     after = {i: leaves[i].clone() for i in written}
@@ -237,7 +242,7 @@ def open_shape(adapter: KernelAdapter, shape: Shape, device: str, seed: int, set
     baseline = adapter.prepare(adapter.default_config(shape), shape, None, inputs)
     returned = baseline.launch()
     sync(device)
-    written = written_by(leaves, before, baseline.output)
+    written = written_by(leaves, before, declared_writes(baseline))
     pristine = [before[i] for i in written]
     del before
     arms = ShapeArms(adapter, shape, device, inputs, baseline, "cupti", written, pristine,

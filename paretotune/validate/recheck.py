@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from paretotune.measure.arms import clone_tree, poison, restore, sync, tensor_leaves, written_by
+from paretotune.measure.arms import clone_tree, declared_writes, poison, restore, sync, tensor_leaves, written_by
 from paretotune.measure.timing import check_output
 from paretotune.kernels.base import Inputs, KernelAdapter
 from paretotune.records import Shape
@@ -70,7 +70,7 @@ def recheck_pair(adapter: KernelAdapter, config: dict[str, Any], reference_confi
     poison(ref)
     expected = clone_tree(ref.launch())
     sync(device)
-    written = written_by(leaves, pristine, ref.output)
+    written = written_by(leaves, pristine, declared_writes(ref))
     after = {i: leaves[i].clone() for i in written}
     if not tensor_leaves(expected) and not written:
         return "the reference build returned no tensor and wrote no argument", False
