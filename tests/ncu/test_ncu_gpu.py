@@ -69,7 +69,9 @@ def test_triton_batch_matches_single_runs(tmp_path: Path, domain: str | None) ->
         assert result.ok, result.error
         assert result.kernels == ("_pt_copy",)
     occupancy = [r.metrics[OCC] for r in batch.items]
-    assert occupancy[0] < 45 < min(occupancy[1:])  # 2 warps per block vs 4-8 (ncu.md: 31 % vs 77-81 %)
+    # 2 warps per block sit well under 4-8: ncu.md's H200 31 % against 77-81 %, an H100 alone 58-61 % against
+    # 78-84 % (benchmarks/results/h100_gpu_tests_2026-12-05/): the level is the device's, the order is not
+    assert occupancy[0] < 0.85 * min(occupancy[1:]), occupancy
     for item, result in zip(items, batch.items):
         single = run_batch([item], child("make_copy_launch"), options, workdir=tmp_path,
                            policy=BatchPolicy(validate_metrics=False))
