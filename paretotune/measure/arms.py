@@ -200,6 +200,7 @@ class ShapeArms:
     method_source: str = ""
     authors_method: TimingMethod | None = None
     nbytes: int = 0  # of the baseline's arguments and outputs (:func:`paretotune.measure.ceiling.tensor_bytes`)
+    call_work: tuple[str, ...] = ()  # the GPU activities of one baseline call, from the first CUPTI look
 
     def bind(self, config: dict[str, Any], acf: Path | None, waiting: Callable[[], None] = lambda: None) -> Prepared:
         """Another arm (control or candidate) on this shape's timing buffers, launched once (built, warm);
@@ -265,6 +266,7 @@ def choose_clock(arms: ShapeArms, setting: TimingSetting, timer: Timer) -> tuple
         first = arms.time(arms.baseline, timer, "cupti")
     except ClockUnavailable as exc:
         return _graphs_or_events(arms, timer, f"CUPTI could not time the call ({exc})")
+    arms.call_work = first.call_work
     method = choose_method("auto", first.median_ms)
     if method == "cupti":
         return "cupti", f"GPU time (CUPTI) {first.median_ms * 1000:.1f} us per call, at least the short-call bound"
@@ -300,8 +302,11 @@ def capture_failed(exc: BaseException) -> bool:
 
 def arms_notes(arms: ShapeArms) -> dict[str, Any]:
     """What a shape's record says about how its arms were timed: why this method, and which input tensors the
-    kernel writes (restored before every timing round)."""
+    kernel writes (restored before every timing round), and the GPU activities one call runs (every clock times
+    them all: a timed call that runs more than the kernel says so here)."""
     notes: dict[str, Any] = {"timing_source": arms.method_source}
+    if arms.call_work:
+        notes["gpu_work"] = list(arms.call_work)
     if arms.authors_method:
         notes["authors_timing"] = arms.authors_method
     if arms.written:

@@ -13,6 +13,7 @@ flushes cannot be told apart is refused (:class:`ClockUnavailable`), never guess
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -90,7 +91,24 @@ def activity(event: Any) -> Activity:
 
 
 def per_call_ms(activities: Sequence[Activity], calls: int, flush_names: set[str]) -> list[float]:
-    """Each call's GPU time in ms (see the module's docstring), or :class:`ClockUnavailable` saying what the
+    """Each call's GPU time in ms: the summed durations of its GPU activities (:func:`call_segments`)."""
+    return [segment_ms(segment) for segment in call_segments(activities, calls, flush_names)]
+
+
+def segment_ms(segment: Sequence[Activity]) -> float:
+    """A call's GPU time in ms: its GPU activities' summed durations."""
+    return sum(a.end_ns - a.start_ns for a in segment) / 1e6
+
+
+def call_work(segments: Sequence[Sequence[Activity]]) -> tuple[str, ...]:
+    """The names of a call's GPU activities in GPU order, as most calls of the profile ran them: what the clock
+    counts as the call (a kernel's own launch, or with it whatever else the timed function runs on the GPU)."""
+    runs = Counter(tuple(a.name for a in segment) for segment in segments)
+    return runs.most_common(1)[0][0] if runs else ()
+
+
+def call_segments(activities: Sequence[Activity], calls: int, flush_names: set[str]) -> list[list[Activity]]:
+    """Each call's GPU activities (see the module's docstring), or :class:`ClockUnavailable` saying what the
     profile held. Where the profile's links work (most flushes linked to a flush op), a flush-named activity that
     lost its link (the H200's torch 2.11: 1 or 2 of 400, 2026-12-05) is still a flush unless its link points at an
     op of a call (a call's own ``zero_``); the count (one segment per call, each with work) checks the reading."""
@@ -101,23 +119,24 @@ def per_call_ms(activities: Sequence[Activity], calls: int, flush_names: set[str
     lost = [(i, a.linked) for i, a in enumerate(named) if id(a) not in flushes]
     if 2 * len(flushes) > calls:
         flushes |= {id(named[i]) for i, link in lost if link not in call_ids}
-    segments: list[float] = []
+    segments: list[list[Activity]] = []
     after_flush = False
     for act in gpu:
         if id(act) in flushes:
             if not after_flush:  # a flush made of several activities still opens one segment
-                segments.append(0.0)
+                segments.append([])
             after_flush = True
             continue
         after_flush = False
         if segments:
-            segments[-1] += (act.end_ns - act.start_ns) / 1e6
-    if len(segments) == calls and min(segments, default=0.0) > 0:
+            segments[-1].append(act)
+    worked = [segment_ms(segment) > 0 for segment in segments]
+    if len(segments) == calls and all(worked):
         return segments
     where = [f"{i} ({'no link' if not link else 'a call op' if link in call_ids else 'no op of ours'})"
              for i, link in lost[:5]]
     raise ClockUnavailable(f"{len(gpu)} GPU activities, {len(flushes)} of them flushes; "
-                           f"{len(segments)} flush-to-flush segments ({sum(s > 0 for s in segments)} with work) "
+                           f"{len(segments)} flush-to-flush segments ({sum(worked)} with work) "
                            f"for {calls} calls" + (f"; flush-named activities without a flush link: {', '.join(where)}"
                                                    if where else ""))
 

@@ -187,7 +187,7 @@ class GpuEvaluator(_PoolEvaluator):
 # What a GPU measurement reports beside the ranking time, kept in the record's extra per shape: how the shape is
 # timed and why, the arguments restored, the host's cost per call, the kernel authors' own figure where their
 # method differs, and the longest phase of each kind (a resumed run's candidate deadlines come from these).
-MEASURED_NOTES = ("timing_source", "restored_inputs", "host_ms", "authors_timing", "authors_ms",
+MEASURED_NOTES = ("timing_source", "restored_inputs", "gpu_work", "host_ms", "authors_timing", "authors_ms",
                   "authors_baseline_ms", "phase_max_s")
 
 

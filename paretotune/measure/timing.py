@@ -45,6 +45,7 @@ HOST_COST_MAX_S = 0.25  # no more rounds after this: a candidate far slower on t
 @dataclass(frozen=True)
 class Timing:
     samples_ms: tuple[float, ...]
+    call_work: tuple[str, ...] = ()  # CUPTI only: the GPU activities of one timed call, by name, in GPU order
 
     @property
     def median_ms(self) -> float:
@@ -77,7 +78,8 @@ def bench(fn: Callable[[], Any], warmup_ms: float, rep_ms: float,
     elif method == "cupti":
         first = do_bench(fn, warmup=warmup_ms, rep=1, return_mode="min")  # warm-up; an upper bound of a call
         calls = max(CUPTI_PROBE_CALLS, min(CUPTI_MAX_CALLS, int(rep_ms / max(float(first), 1e-3))))
-        samples = cupti_samples(fn, calls)
+        samples, work = cupti_profile(fn, calls)
+        return Timing(samples_ms=tuple(float(s) for s in samples), call_work=work)
     else:
         raise ValueError(f"unknown timing method {method!r} (expected 'events', 'cudagraph' or 'cupti')")
     return Timing(samples_ms=tuple(float(s) for s in samples))
@@ -88,15 +90,23 @@ def cupti_samples(fn: Callable[[], Any], calls: int) -> list[float]:
     flushed before each call (Triton's own flush buffer, as ``do_bench`` does) and the flush not counted
     (:mod:`paretotune.measure.cupti`). Raises :class:`~paretotune.measure.cupti.ClockUnavailable` where
     the records cannot say."""
-    from paretotune.measure.cupti import ClockUnavailable, per_call_ms, profile_calls
+    return cupti_profile(fn, calls)[0]
+
+
+def cupti_profile(fn: Callable[[], Any], calls: int) -> tuple[list[float], tuple[str, ...]]:
+    """:func:`cupti_samples`, and the names of the GPU activities one call ran
+    (:func:`~paretotune.measure.cupti.call_work`)."""
+    from paretotune.measure.cupti import ClockUnavailable, call_segments, call_work, profile_calls, segment_ms
 
     refused: list[str] = []
     for _ in range(CUPTI_PROFILES):
         activities, flush_names = profile_calls(fn, calls)
         try:
-            return per_call_ms(activities, calls, flush_names)
+            segments = call_segments(activities, calls, flush_names)
         except ClockUnavailable as exc:
             refused.append(str(exc))
+            continue
+        return [segment_ms(seg) for seg in segments], call_work(segments)
     raise ClockUnavailable(f"{CUPTI_PROFILES} profiles refused: {'; '.join(dict.fromkeys(refused))}")
 
 

@@ -66,7 +66,8 @@ def shape_clocks(records: Sequence[TrialRecord]) -> dict[str, dict[str, Any]]:
     for rec in records:
         for shape, figures in rec.extra.items():
             if shape not in clocks and isinstance(figures, dict) and figures.get("timing"):
-                clocks[shape] = {k: figures[k] for k in ("timing", "timing_source", "authors_timing") if k in figures}
+                clocks[shape] = {k: figures[k] for k in ("timing", "timing_source", "authors_timing", "gpu_work")
+                                 if k in figures}
     return clocks
 
 

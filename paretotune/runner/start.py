@@ -155,7 +155,7 @@ def note_measurement(run: RunDir, baseline: Any, shapes: Sequence[Any]) -> None:
     why, and which input tensors the kernel writes (restored from a pristine copy before every timing round).
     A static run measures nothing on a GPU and writes nothing here."""
     per_shape = {s.label: baseline.extra.get(s.label, {}) for s in shapes}
-    measured = {label: {k: v[k] for k in ("timing", "timing_source", "restored_inputs") if k in v}
+    measured = {label: {k: v[k] for k in ("timing", "timing_source", "restored_inputs", "gpu_work") if k in v}
                 for label, v in per_shape.items() if "timing" in v}
     if measured:
         run.write_meta({**run.meta(), "measurement": measured})

@@ -155,3 +155,25 @@ def test_a_flush_that_lost_its_link_is_still_a_flush_unless_a_call_op_claims_it(
     claimed = [Activity(a.name, a.kind, a.start_ns, a.end_ns, a.id, call_op) if a is memsets[2] else a for a in acts]
     with pytest.raises(ClockUnavailable, match=r"3 flush-to-flush segments .* 2 \(a call op\)$"):
         per_call_ms(claimed, 4, FLUSH)
+
+
+def test_a_call_s_gpu_work_is_named_as_most_calls_ran_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the clock counts as one call, by name: a kernel whose timed call also ran a gather of its outputs (a
+    float copy and a ``cat``, as paretotune's Helion adapter once did inside every launch) says so."""
+    from paretotune.measure import cupti
+    from paretotune.measure.cupti import call_segments, call_work
+    from paretotune.measure.timing import bench
+
+    acts = profile([[19, 30, 40], [20, 31, 41], [21]], link_calls=False)
+    names = iter(["_helion_quant", "to_copy", "CatArrayBatchedCopy"] * 2 + ["_helion_quant"])
+    acts = [Activity(next(names), a.kind, a.start_ns, a.end_ns, a.id, a.linked) if a.name == "triton_kernel" else a
+            for a in acts]
+    segments = call_segments(acts, 3, FLUSH)
+    assert call_work(segments) == ("_helion_quant", "to_copy", "CatArrayBatchedCopy")
+    assert call_work(call_segments(profile([[19], [20]], link_calls=True), 2, FLUSH)) == ("triton_kernel",)
+
+    monkeypatch.setattr(cupti, "profile_calls", lambda fn, calls: (profile([[19, 3]] * calls, link_calls=False),
+                                                                    FLUSH))
+    monkeypatch.setattr("triton.testing.do_bench", lambda fn, **kw: 0.03 if kw.get("return_mode") == "min" else [0.03])
+    timing = bench(lambda: None, 1.0, 1.0, "cupti")
+    assert timing.call_work == ("triton_kernel", "triton_kernel") and timing.median_ms == pytest.approx(0.022)

@@ -193,3 +193,27 @@ def test_auto_timing_ranks_by_the_gpu_clock_and_keeps_the_authors_method_beside(
     assert arms.method == "cudagraph" and arms.authors_method is None and calls == ["cupti", "cudagraph"]
     arms = open_shape(Authored(_rope_like, "events"), SHAPE, "cpu", 0, "auto", timer)
     assert arms.method == "cudagraph" and arms.authors_method == "events"
+
+
+def test_the_gpu_work_of_a_timed_call_goes_into_the_shape_s_record() -> None:
+    """The first CUPTI look names what one baseline call runs on the GPU; the search's record and validation's
+    shape record both carry it (a named clock takes no look, and says nothing)."""
+    from paretotune.measure.arms import arms_notes
+    from paretotune.measure.timing import Timing
+
+    def timer(fn: Callable[[], Any], method: str) -> Any:
+        fn()
+        return Timing(samples_ms=(0.05,), call_work=("_helion_quant", "CatArrayBatchedCopy") if method == "cupti"
+                      else ())
+
+    adapter = TorchAdapter(_rope_like)
+    arms = open_shape(adapter, SHAPE, "cpu", 0, "auto", timer)
+    assert arms.method == "cupti" and arms_notes(arms)["gpu_work"] == ["_helion_quant", "CatArrayBatchedCopy"]
+    assert "gpu_work" not in arms_notes(open_shape(adapter, SHAPE, "cpu", 0, "events", timer))
+    result = measure(adapter, [SHAPE], GpuJob(1, {"bias": 0.0, "num_warps": 8}, None, 7), {},
+                     cpu_evaluation(timing="auto"), timer=timer)
+    assert result["s"]["gpu_work"] == ["_helion_quant", "CatArrayBatchedCopy"]
+    cands = [{"candidate_id": 4, "config": {"bias": 0.0, "num_warps": 8}, "acf_path": None}]
+    out = validate_shape(adapter, SHAPE, cands, rounds=2, seed=0, device="cpu", setting="auto", timer=timer,
+                         rng=random.Random(0))
+    assert out["gpu_work"] == ["_helion_quant", "CatArrayBatchedCopy"]

@@ -26,3 +26,14 @@ def test_measurement_lines_name_the_clock_the_drift_the_hung_time_and_the_load()
     assert measurement_lines(meta)[3] == ("host load while measuring: mean 11.5, peak 13.0 on 128 CPUs "
                                           "(this run pinned to 16)")
     assert measurement_lines({}) == []
+
+
+def test_a_timed_call_that_runs_more_than_one_gpu_activity_is_named_in_the_summary() -> None:
+    def record(work: list[str]) -> TrialRecord:
+        return TrialRecord(candidate_id=1, generation=1, config={}, acf=None, is_baseline=True, status="ok",
+                           measure_s=1.0, extra={"s": {"timing": "cupti", "timing_source": "GPU time (CUPTI)",
+                                                       "gpu_work": work}})
+
+    lines = measurement_lines({"timing": [{"clocks": shape_clocks([record(["_quant", "to_copy", "Cat"])])}]})
+    assert lines[1] == "s: each timed call runs 3 GPU activities, all of them timed: _quant, to_copy, Cat"
+    assert len(measurement_lines({"timing": [{"clocks": shape_clocks([record(["_quant"])])}]})) == 1
