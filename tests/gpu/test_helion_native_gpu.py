@@ -69,6 +69,17 @@ def test_an_in_place_kernel_is_checked_and_timed_from_pristine_inputs(tmp_path: 
     assert meta["measurement"]["s"]["restored_inputs"] == [0]  # x, the argument it writes
 
 
+def test_an_in_place_kernel_with_declared_writes_is_timed_as_its_kernel_alone(tmp_path: Path) -> None:
+    """The factory names the argument the kernel writes: the check compares it, and one timed call runs the
+    kernel and nothing else on the GPU (the adapter once gathered the written arguments inside every launch)."""
+    records, meta = _run(tmp_path, _campaign(tmp_path, "outputs.py:halve_rows_in_place",
+                                             "outputs.py:declared_inputs", "[{name: s, M: 4096, N: 2048}]"))
+    assert records[0]["status"] == "ok", records[0]["error"]
+    assert sum(r["status"] == "ok" for r in records) >= 4
+    work = meta["measurement"]["s"]["gpu_work"]
+    assert len(work) == 1 and "halve_rows_in_place" in work[0], work
+
+
 def test_an_in_place_candidate_fed_its_own_output_is_caught() -> None:
     """The check itself: a candidate that halves twice (what launching on the baseline's output amounts to) is
     a wrong answer, while the same config launched once is right."""
