@@ -329,9 +329,16 @@ def write_artifacts(run: RunDir, verdicts: pd.DataFrame, chosen: list[dict[str, 
         baseline = baseline_phrase(kernel_meta.get("baseline_sources", {}), [s.label for s in campaign.shapes])
         snippet.write_text(pin_snippet(campaign.spec.kernel.source, cand["config"], acf_name, speedups,
                                        acf_shares, per_shape=per_shape, baseline=baseline,
-                                       static_shapes=kernel_meta.get("static_shapes", True)))
+                                       static_shapes=kernel_meta.get("static_shapes")))
         written.append(snippet)
     return written
+
+
+def _static_line(static_shapes: bool | None) -> str:
+    if static_shapes is None:
+        return ("STATIC_SHAPES = None  # not recorded by this run: set the kernel's own static_shapes (Helion's AOT "
+                "kernels ship False); the same config generates other code under the other setting\n")
+    return f"STATIC_SHAPES = {static_shapes!r}  # the kernel's own setting, as measured\n"
 
 
 def acf_share_text(shares: dict[str, float], has_acf: bool) -> str:
@@ -347,11 +354,12 @@ def acf_share_text(shares: dict[str, float], has_acf: bool) -> str:
 
 def pin_snippet(source: str, config: dict[str, Any], acf_name: str | None, speedups: dict[str, float],
                 acf_shares: dict[str, float] | None = None, per_shape: dict[str, dict[str, Any]] | None = None,
-                baseline: str = "the kernel's default config", static_shapes: bool = True) -> str:
+                baseline: str = "the kernel's default config", static_shapes: bool | None = True) -> str:
     """Python that reproduces the winner: a helion.Config or Triton launch options with the ACF pinned.
     ``per_shape``: the winner's config is ``{}`` (each shape at its own baseline config): one Config per shape.
     ``baseline`` names what the speedups are over (the AOT heuristic's config, the spec's default, ...).
-    ``static_shapes``: the Helion kernel's own setting, as it was measured; the snippet says to keep it."""
+    ``static_shapes``: the Helion kernel's own setting, as it was measured; the snippet says to keep it (None: a
+    run older than that record; the snippet says so rather than guess)."""
     gains = ", ".join(f"{s}: {v:.3f}x" for s, v in speedups.items())
     acf_line = f'ACF = str(Path(__file__).with_name("{acf_name}"))' if acf_name else 'ACF = ""  # compiler defaults'
     header = (f"# Pinned by paretotune: validated speedup vs the baseline, {baseline}, no ACF ({gains}).\n"
@@ -363,14 +371,13 @@ def pin_snippet(source: str, config: dict[str, Any], acf_name: str | None, speed
         body = "".join(f"    {label!r}: helion.Config(**{cfg!r}, advanced_controls_file=ACF),\n"
                        for label, cfg in per_shape.items())
         return header + ("import helion\n\n# each shape at its own baseline config (the kernel's AOT heuristic), "
-                         "with the ACF\nCONFIGS = {\n" + body + "}\n"
-                         f"STATIC_SHAPES = {static_shapes!r}  # the kernel's own setting, as measured\n")
+                         "with the ACF\nCONFIGS = {\n" + body + "}\n" + _static_line(static_shapes))
     launch = {k: v for k, v in config.items() if k in ("num_warps", "num_stages", "num_ctas", "maxnreg")}
     consts = {k: v for k, v in config.items() if k not in launch}
     if any(k in config for k in ("block_sizes", "indexing", "reduction_loops", "pid_type")):
         return header + ("import helion\n\nCONFIG = helion.Config(**" + repr(config) + ", advanced_controls_file=ACF)\n"
-                         f"STATIC_SHAPES = {static_shapes!r}  # the kernel's own setting, as measured\n"
-                         "# use: helion.kernel(config=CONFIG, static_shapes=STATIC_SHAPES)(fn)\n")
+                         + _static_line(static_shapes)
+                         + "# use: helion.kernel(config=CONFIG, static_shapes=STATIC_SHAPES)(fn)\n")
     opts = ", ".join([f"{k}={v!r}" for k, v in {**consts, **launch}.items()] +
                      (['ptx_options=f"--apply-controls {ACF}"'] if acf_name else []))
     return header + f"LAUNCH_KWARGS = dict({opts})\n# use: kernel[grid](*args, **LAUNCH_KWARGS)\n"

@@ -186,3 +186,18 @@ def test_a_pinned_config_is_used_with_the_kernels_own_static_shapes() -> None:
     measured = aot.triton_source(config, WIDE)
     assert pinned.bind(args).to_triton_code(scope["CONFIG"]) == measured
     assert plain.triton_source(config, WIDE) != measured
+
+
+def test_a_pin_from_a_run_that_did_not_record_static_shapes_says_so_rather_than_guess() -> None:
+    """Runs older than run.json's ``kernel.static_shapes`` gave every pin ``True``, which is wrong for Helion's AOT
+    kernels; such a pin now leaves the setting unset and says why."""
+    from paretotune.validate.validation import pin_snippet
+
+    config = _adapter("rows_keyed.py:scale_keyed").default_config(WIDE)
+    text = pin_snippet("rows_keyed.py:scale_keyed", config, None, {"wide": 1.02}, static_shapes=None)
+    scope: dict[str, Any] = {"__file__": "/tmp/pin.py"}
+    exec(compile(text, "pin.py", "exec"), scope)  # noqa: S102 - the pin is Python to run
+    assert scope["STATIC_SHAPES"] is None and "not recorded by this run" in text
+    per_shape = pin_snippet("rows_keyed.py:scale_keyed", {}, None, {"wide": 1.02}, per_shape={"wide": config},
+                            static_shapes=None)
+    assert "STATIC_SHAPES = None  # not recorded by this run" in per_shape
