@@ -301,14 +301,7 @@ def load(module):
 # until 2026-12-05, nine of the ten pretuned kernels generate other Triton code (no masks, constant strides)
 # than the shipped kernel the re-timing builds, and scaled_mm's search space has 6 indexing slots against 8.
 SHIPPED_SETTINGS = r"""
-import helion
-
-def as_shipped(obj):  # the Python function under a kernel object, and the settings a re-wrap keeps from it
-    fn = getattr(obj, "fn", obj)
-    if not isinstance(obj, helion.Kernel):
-        return fn, {"static_shapes": True}
-    mine, plain = obj.settings.to_dict(), helion.kernel(fn).settings.to_dict()
-    return fn, {k: v for k, v in mine.items() if not k.startswith("autotune") and v != plain.get(k)}
+from paretotune.kernels.helion import shipped_settings as as_shipped  # the kernel as its users run it
 """
 
 HELION_CHILD = r"""

@@ -25,6 +25,29 @@ from paretotune.search.space import NativeSpace
 from paretotune.toolchain.arch import TargetArch
 
 
+PLAIN_FN_SETTINGS: dict[str, Any] = {"static_shapes": True}  # how an undecorated kernel function is wrapped
+
+
+def as_helion_kernel(fn: Any) -> Any:
+    """``fn`` if it is a ``helion.Kernel``, else the undecorated function wrapped with :data:`PLAIN_FN_SETTINGS`
+    (the kernel paretotune measures, and so the one a pin or a shipped heuristic builds)."""
+    helion = import_helion()
+    return fn if isinstance(fn, helion.Kernel) else helion.kernel(fn, **PLAIN_FN_SETTINGS)
+
+
+def shipped_settings(obj: Any) -> tuple[Callable[..., Any], dict[str, Any]]:
+    """The Python function under a kernel object, and the settings another wrap of it must keep to build the
+    kernel its users run: those not about autotuning that differ from ``helion.kernel``'s defaults
+    (``static_shapes=False`` of Helion's AOT kernels, ``ignore_warnings``); :data:`PLAIN_FN_SETTINGS` for an
+    undecorated function. Helion's autotuner, given another wrap, tunes another kernel otherwise."""
+    helion = import_helion()
+    fn = getattr(obj, "fn", obj)
+    if not isinstance(obj, helion.Kernel):
+        return fn, dict(PLAIN_FN_SETTINGS)
+    mine, plain = obj.settings.to_dict(), helion.kernel(fn).settings.to_dict()
+    return fn, {k: v for k, v in mine.items() if not k.startswith("autotune") and v != plain.get(k)}
+
+
 @dataclass(frozen=True)
 class HelionKernel:
     """How to search and run a Helion kernel. Define one at module level; name it in the campaign.
@@ -122,9 +145,7 @@ class HelionAdapter:
     def kernel(self) -> Any:
         """The ``helion.Kernel`` (the undecorated function is wrapped with ``static_shapes=True`` once)."""
         if self._kernel is None:
-            helion = import_helion()
-            fn = self.spec.fn
-            self._kernel = fn if isinstance(fn, helion.Kernel) else helion.kernel(fn, static_shapes=True)
+            self._kernel = as_helion_kernel(self.spec.fn)
         return self._kernel
 
     @property

@@ -54,7 +54,7 @@ def helion_view(request: ShipRequest) -> HelionView | None:
 
     from paretotune.campaign.trial_import import trial_imports
     from paretotune.campaign.user_code import add_program_path, check_files, import_object, named_code
-    from paretotune.kernels.helion import HelionKernel, import_helion
+    from paretotune.kernels.helion import HelionKernel, as_helion_kernel, import_helion
     from paretotune.kernels.helion_heuristic import find_heuristic
 
     spec = request.kernel
@@ -73,7 +73,7 @@ def helion_view(request: ShipRequest) -> HelionView | None:
         def make_args(shape: Shape, device: str) -> tuple[Any, ...]:
             return tuple(factory(shape.params, device, 0))
     elif isinstance(obj, HelionKernel):
-        kernel = obj.fn if isinstance(obj.fn, helion.Kernel) else helion.kernel(obj.fn, static_shapes=True)
+        kernel = as_helion_kernel(obj.fn)
         own = obj.heuristic
 
         def make_args(shape: Shape, device: str) -> tuple[Any, ...]:
