@@ -5,6 +5,7 @@ A failed candidate is data (``status="failed"`` with a reason), never an excepti
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -89,3 +90,12 @@ def baseline_phrase(sources: dict[str, str], labels: list[str]) -> str:
     if len(found) == 1 and None not in found:
         return str(found.pop())
     return "each shape's own baseline config" if found - {None} else "the kernel's default config"
+
+
+def work_text(work: Sequence[str]) -> str | None:
+    """'each timed call runs 3 GPU activities, all of them timed: ...' where a call runs more than one (None
+    where it is one: the kernel's own launch, as a reader assumes)."""
+    if len(work) < 2:
+        return None
+    shown = ", ".join(name[:48] for name in work[:4]) + (", ..." if len(work) > 4 else "")
+    return f"each timed call runs {len(work)} GPU activities, all of them timed: {shown}"

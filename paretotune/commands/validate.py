@@ -89,6 +89,7 @@ def recheck_line(recheck: dict[str, Any], run_dir: Path) -> str:
 def render(verdicts: pd.DataFrame, controls: dict[str, Any], best_no_acf: dict[str, dict[str, Any]],
            ceilings: dict[str, dict[str, Any]] | None = None) -> str:
     """The verdict table, then per shape the noise floor, the three-ratio attribution and the copy ceiling."""
+    from paretotune.records import work_text
     from paretotune.validate.ceilings import ceiling_line
 
     cols = ["shape", "candidate_id", "role", "speedup", "ci_low", "ci_high", "cohens_d", "p_holm", "significant",
@@ -113,6 +114,9 @@ def render(verdicts: pd.DataFrame, controls: dict[str, Any], best_no_acf: dict[s
                          f"{best['column']} {_x(best['speedup'])} vs baseline (search record)")
         if ceilings and shape in ceilings:
             lines.append("  " + ceiling_line(ceilings[shape], _closest_to_copy(rows)))
+            work = work_text(ceilings[shape].get("gpu_work") or [])
+            if work:
+                lines.append("  " + work)
     return "\n".join(lines)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 
 from paretotune.errors import UserError
-from paretotune.records import baseline_phrase
+from paretotune.records import baseline_phrase, work_text
 from paretotune.report.data import Summary
 from paretotune.store import ObjectiveColumn
 
@@ -47,10 +47,9 @@ def measurement_lines(meta: dict[str, Any]) -> list[str]:
         authors = f"; its authors time it with {clock['authors_timing']} (recorded beside)" \
             if clock.get("authors_timing") else ""
         lines.append(f"{shape}: ranked by {clock.get('timing')} ({clock.get('timing_source', '')}){authors}")
-        work = clock.get("gpu_work") or []
-        if len(work) > 1:
-            shown = ", ".join(name[:48] for name in work[:4]) + (", ..." if len(work) > 4 else "")
-            lines.append(f"{shape}: each timed call runs {len(work)} GPU activities, all of them timed: {shown}")
+        work = work_text(clock.get("gpu_work") or [])
+        if work:
+            lines.append(f"{shape}: {work}")
     for shape, drift in (timing.get("baseline_drift") or {}).items():
         verdict = "above its noise floor: the clock drifted" if drift["exceeds"] else "within its noise floor"
         lines.append(f"{shape}: paired baseline spread {drift['spread_pct']:.1f} % over {drift['timings']} timings, "

@@ -97,3 +97,26 @@ def test_a_shape_without_a_ceiling_says_why_and_leaves_its_rows_empty() -> None:
     assert math.isnan(table.at[0, "of_copy"]) and math.isnan(table.at[0, "gbps"])
     assert ceiling_line(summary["s"], None) == ("memory: no copy ceiling (the kernel's arguments and outputs hold "
                                                 "no tensor bytes)")
+
+
+def test_validate_names_a_call_that_runs_more_than_its_kernel_on_the_gpu() -> None:
+    """The shape's record names one call's GPU activities (the first CUPTI look); ``paretotune validate`` prints
+    them where a call runs more than one, beside the copy ceiling its bytes are read against."""
+    from paretotune.commands.validate import render
+
+    adapter, methods = Returning(), []
+    plain = telling_timer(adapter, methods)
+
+    def timer(fn: Callable[[], Any], method: TimingMethod) -> Timing:
+        timing = plain(fn, method)
+        return Timing(timing.samples_ms, ("_kernel", "to_copy", "cat") if method == "cupti" else ())
+
+    out = validate_shape(adapter, SHAPE, [{"candidate_id": 3, "config": {"scale": 2.0}, "acf_path": None}], rounds=3,
+                         seed=0, device="cpu", setting="auto", timer=timer, rng=random.Random(0))
+    table = pd.DataFrame([{"shape": "s", "candidate_id": 3, "role": "control", "speedup": 1.0}])
+    summary = add_bandwidth(table, {"s": out})
+    assert summary["s"]["gpu_work"] == ["_kernel", "to_copy", "cat"]
+    text = render(table, {"s": {"reliable": False, "reason": "a stand-in clock"}}, {}, summary)
+    assert "  each timed call runs 3 GPU activities, all of them timed: _kernel, to_copy, cat" in text.splitlines()
+    summary["s"]["gpu_work"] = ["_kernel"]
+    assert "GPU activities" not in render(table, {"s": {"reliable": False, "reason": "a stand-in clock"}}, {}, summary)
