@@ -90,9 +90,12 @@ def activity(event: Any) -> Activity:
     return Activity(name, kind, start, end, int(event.correlation_id()), int(event.linked_correlation_id()))
 
 
-def per_call_ms(activities: Sequence[Activity], calls: int, flush_names: set[str]) -> list[float]:
-    """Each call's GPU time in ms: the summed durations of its GPU activities (:func:`call_segments`)."""
-    return [segment_ms(segment) for segment in call_segments(activities, calls, flush_names)]
+def call_times(activities: Sequence[Activity], calls: int, flush_names: set[str]) -> tuple[list[float],
+                                                                                         tuple[str, ...]]:
+    """Each call's GPU time in ms (the summed durations of its GPU activities, :func:`call_segments`), and the
+    names of one call's activities (:func:`call_work`)."""
+    segments = call_segments(activities, calls, flush_names)
+    return [segment_ms(segment) for segment in segments], call_work(segments)
 
 
 def segment_ms(segment: Sequence[Activity]) -> float:

@@ -95,18 +95,16 @@ def cupti_samples(fn: Callable[[], Any], calls: int) -> list[float]:
 
 def cupti_profile(fn: Callable[[], Any], calls: int) -> tuple[list[float], tuple[str, ...]]:
     """:func:`cupti_samples`, and the names of the GPU activities one call ran
-    (:func:`~paretotune.measure.cupti.call_work`)."""
-    from paretotune.measure.cupti import ClockUnavailable, call_segments, call_work, profile_calls, segment_ms
+    (:func:`~paretotune.measure.cupti.call_times`)."""
+    from paretotune.measure.cupti import ClockUnavailable, profile_calls, call_times
 
     refused: list[str] = []
     for _ in range(CUPTI_PROFILES):
         activities, flush_names = profile_calls(fn, calls)
         try:
-            segments = call_segments(activities, calls, flush_names)
+            return call_times(activities, calls, flush_names)
         except ClockUnavailable as exc:
             refused.append(str(exc))
-            continue
-        return [segment_ms(seg) for seg in segments], call_work(segments)
     raise ClockUnavailable(f"{CUPTI_PROFILES} profiles refused: {'; '.join(dict.fromkeys(refused))}")
 
 

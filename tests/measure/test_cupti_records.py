@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from paretotune.measure.cupti import CALL_RANGE, FLUSH_RANGE, Activity, ClockUnavailable, per_call_ms
+from paretotune.measure.cupti import CALL_RANGE, FLUSH_RANGE, Activity, ClockUnavailable, call_times
 
 US = 1000  # ns
 FLUSH = {"memset", "fill"}  # the names of a flush's GPU work, as a profile of flushes alone gives them
@@ -40,19 +40,19 @@ def profile(call_kernels: list[list[int]], *, link_calls: bool, flush_parts: int
 @pytest.mark.parametrize("flush_parts", [1, 2])
 def test_triton_launches_without_links_are_timed_between_the_flushes(flush_parts: int) -> None:
     acts = profile([[19], [20, 3], [21]], link_calls=False, flush_parts=flush_parts)
-    assert per_call_ms(acts, 3, FLUSH) == pytest.approx([0.019, 0.023, 0.021])
+    assert call_times(acts, 3, FLUSH)[0] == pytest.approx([0.019, 0.023, 0.021])
 
 
 def test_unlinked_kernels_and_unlinked_flushes_are_refused_not_guessed() -> None:
     acts = profile([[19], [20]], link_calls=False, link_flush=False)
     with pytest.raises(ClockUnavailable, match="0 of them flushes; 0 flush-to-flush segments"):
-        per_call_ms(acts, 2, FLUSH)
+        call_times(acts, 2, FLUSH)
 
 
 def test_a_call_with_no_gpu_work_is_refused() -> None:
     acts = profile([[19], []], link_calls=False)
     with pytest.raises(ClockUnavailable, match=r"2 flush-to-flush segments \(1 with work\) for 2 calls"):
-        per_call_ms(acts, 2, FLUSH)
+        call_times(acts, 2, FLUSH)
 
 
 class OlderKinetoEvent:
@@ -94,7 +94,7 @@ def test_records_of_a_torch_without_activity_types_are_read_by_their_device() ->
     assert [a.kind for a in acts] == ["user_annotation", "cpu_op", "gpu_user_annotation", "kernel", "user_annotation",
                                       "kernel"]
     assert acts[-1].end_ns == 80 * US
-    assert per_call_ms(acts, 1, FLUSH) == pytest.approx([0.019])
+    assert call_times(acts, 1, FLUSH)[0] == pytest.approx([0.019])
 
 
 def test_a_record_inside_a_flush_sharing_a_call_op_s_number_never_makes_the_call_a_flush() -> None:
@@ -107,7 +107,7 @@ def test_a_record_inside_a_flush_sharing_a_call_op_s_number_never_makes_the_call
     flush_ops = [a for a in acts if a.name == "aten::zero_"]
     acts += [Activity("cudaMemsetAsync", "cpu_op", f.start_ns + 10, f.start_ns + 20, id=call)
              for f, call in zip(flush_ops, call_ops, strict=True)]
-    assert per_call_ms(acts, 2, FLUSH) == pytest.approx([0.030, 0.031])
+    assert call_times(acts, 2, FLUSH)[0] == pytest.approx([0.030, 0.031])
 
 
 def test_a_call_that_zeroes_a_tensor_itself_keeps_that_work() -> None:
@@ -115,7 +115,7 @@ def test_a_call_that_zeroes_a_tensor_itself_keeps_that_work() -> None:
     call = next(a for a in acts if a.name == CALL_RANGE)
     kernel = next(a for a in acts if a.name == "triton_kernel")
     acts.append(Activity("fill", "kernel", kernel.end_ns + 1 * US, kernel.end_ns + 4 * US, linked=call.id))
-    assert per_call_ms(acts, 2, FLUSH) == pytest.approx([0.033, 0.031])
+    assert call_times(acts, 2, FLUSH)[0] == pytest.approx([0.033, 0.031])
 
 
 def test_a_profile_that_lost_a_flush_is_taken_again_and_three_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -150,11 +150,11 @@ def test_a_flush_that_lost_its_link_is_still_a_flush_unless_a_call_op_claims_it(
     acts = profile([[19], [20], [21], [22]], link_calls=False)
     memsets = [a for a in acts if a.name == "memset"]
     no_link = [Activity(a.name, a.kind, a.start_ns, a.end_ns, a.id, 0) if a is memsets[2] else a for a in acts]
-    assert per_call_ms(no_link, 4, FLUSH) == pytest.approx([0.019, 0.020, 0.021, 0.022])
+    assert call_times(no_link, 4, FLUSH)[0] == pytest.approx([0.019, 0.020, 0.021, 0.022])
     call_op = [a.id for a in acts if a.name == CALL_RANGE][1]
     claimed = [Activity(a.name, a.kind, a.start_ns, a.end_ns, a.id, call_op) if a is memsets[2] else a for a in acts]
     with pytest.raises(ClockUnavailable, match=r"3 flush-to-flush segments .* 2 \(a call op\)$"):
-        per_call_ms(claimed, 4, FLUSH)
+        call_times(claimed, 4, FLUSH)
 
 
 def test_a_call_s_gpu_work_is_named_as_most_calls_ran_it(monkeypatch: pytest.MonkeyPatch) -> None:
