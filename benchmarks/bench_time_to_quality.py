@@ -99,8 +99,9 @@ AFTER_BUDGET_S = 27.0  # per arm past its budget: candidates in flight, closing,
 # paretotune arms of 120 s ended at 130-141 s, of 300 s at 317-326 s; Helion's, killed by its watchdog 15 s past the
 # budget, at 140-142 s: an estimate of 15 s let a job start that the deadline then killed)
 TRITON_ARM_S = 40.0  # Triton's autotune over its configs, imports included
-RETIME_S = 50.0  # per kernel: the winners by each budget and their no-ACF twins, re-timed in a fresh process
-# (H200, 2026-12-04: 42 s for two arms at two budgets)
+RETIME_S = 70.0  # per kernel: the winners by each budget and their no-ACF twins, re-timed in a fresh process
+# (calls 1-11 of results/ttq42: 9-51 s on the H200, 44.5-67.6 s on the H100's fp8 kernels; 50 s let a job start
+# that could end past the deadline)
 CONTEXT_LOOK_S = 45.0  # when a paretotune arm looks which of its processes hold a CUDA context (its start-up done:
 # first records came 28-38 s in on the H200); which do may say where its 15-19 s kernel import goes
 
