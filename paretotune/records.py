@@ -12,6 +12,12 @@ from typing import Any, Literal
 Status = Literal["ok", "failed"]
 Direction = Literal["min", "max"]
 
+# How a shape is timed, as a GPU measurement notes it in a record's ``extra`` per shape: the clock, why it was
+# chosen, the arguments restored before each round, the GPU activities of one call, and the kernel authors' own
+# method where it differs. The same for every candidate of a run, so run.json keeps it once per shape (the
+# baseline's under ``measurement``; each ``timing`` entry's ``clocks``, the first measured record's).
+HOW_TIMED = ("timing", "timing_source", "restored_inputs", "gpu_work", "authors_timing")
+
 
 @dataclass(frozen=True)
 class Shape:

@@ -14,7 +14,7 @@ from paretotune.build.base import BuildPool, Built, Feed, Measurer, Session
 from paretotune.build.static_job import build_limit_s, job_after_baseline
 from paretotune.measure.requests import MeasureRequest
 from paretotune.objectives.base import Objective, ShapeMeasurement
-from paretotune.records import Candidate, TrialRecord
+from paretotune.records import HOW_TIMED, Candidate, TrialRecord
 from paretotune.store.run_dir import RunDir
 
 
@@ -185,10 +185,11 @@ class GpuEvaluator(_PoolEvaluator):
 
 
 # What a GPU measurement reports beside the ranking time, kept in the record's extra per shape: how the shape is
-# timed and why, the arguments restored, the host's cost per call, the kernel authors' own figure where their
-# method differs, and the longest phase of each kind (a resumed run's candidate deadlines come from these).
-MEASURED_NOTES = ("timing_source", "restored_inputs", "gpu_work", "host_ms", "authors_timing", "authors_ms",
-                  "authors_baseline_ms", "phase_max_s")
+# timed (``HOW_TIMED``; ``timing`` itself is set beside the runtimes), the host's cost per call, the kernel authors'
+# own figures where their method differs, and the longest phase of each kind (a resumed run's candidate deadlines
+# come from these).
+MEASURED_NOTES = tuple(k for k in HOW_TIMED if k != "timing") + ("host_ms", "authors_ms", "authors_baseline_ms",
+                                                                  "phase_max_s")
 
 
 def stop_work_at(deadline: float | None, *parts: Any) -> None:

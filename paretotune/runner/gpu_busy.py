@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from paretotune.records import TrialRecord
+from paretotune.records import HOW_TIMED, TrialRecord
 from paretotune.store.run_dir import RunDir
 
 
@@ -66,8 +66,7 @@ def shape_clocks(records: Sequence[TrialRecord]) -> dict[str, dict[str, Any]]:
     for rec in records:
         for shape, figures in rec.extra.items():
             if shape not in clocks and isinstance(figures, dict) and figures.get("timing"):
-                clocks[shape] = {k: figures[k] for k in ("timing", "timing_source", "authors_timing", "gpu_work")
-                                 if k in figures}
+                clocks[shape] = {k: figures[k] for k in HOW_TIMED if k in figures}
     return clocks
 
 

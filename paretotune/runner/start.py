@@ -15,6 +15,7 @@ from paretotune.campaign.schema import folder_name
 from paretotune.campaign.resolve import make_adapter, make_objectives
 from paretotune.kernels.base import baseline_config
 from paretotune.objectives.base import Objective
+from paretotune.records import HOW_TIMED
 from paretotune.search.base import SearchEngine
 from paretotune.search.registry import EngineRequest
 from paretotune.store.run_dir import ObjectiveColumn, RunDir
@@ -151,11 +152,12 @@ def kernel_meta(campaign: Campaign, adapter: Any) -> dict[str, Any]:
 
 
 def note_measurement(run: RunDir, baseline: Any, shapes: Sequence[Any]) -> None:
-    """Write into ``run.json`` how each shape's arms are timed, from the baseline's measurement: the method and
-    why, and which input tensors the kernel writes (restored from a pristine copy before every timing round).
-    A static run measures nothing on a GPU and writes nothing here."""
+    """Write into ``run.json`` how each shape's arms are timed (:data:`HOW_TIMED`), from the baseline's
+    measurement: the method and why, which input tensors the kernel writes (restored from a pristine copy before
+    every timing round), the GPU activities of one call. A static run measures nothing on a GPU and writes nothing
+    here."""
     per_shape = {s.label: baseline.extra.get(s.label, {}) for s in shapes}
-    measured = {label: {k: v[k] for k in ("timing", "timing_source", "restored_inputs", "gpu_work") if k in v}
+    measured = {label: {k: v[k] for k in HOW_TIMED if k in v}
                 for label, v in per_shape.items() if "timing" in v}
     if measured:
         run.write_meta({**run.meta(), "measurement": measured})
