@@ -518,6 +518,7 @@ def retime(work: Path, name: str, spec: dict[str, Any], arms: list[dict[str, Any
     return {"errors": {str(k): v for k, v in data["errors"].items()},
             "baseline_median_ms": _median(samples["baseline"]),
             "timing": data.get("timing"), "timing_source": data.get("timing_source"),
+            "gpu_work": data.get("gpu_work") or [],  # one call's GPU activities (the first CUPTI look)
             "baseline_host_ms": (data.get("host_ms") or {}).get("baseline"), "ceiling": ceiling,
             "baseline_bandwidth": bandwidth(ceiling, _median(samples["baseline"])),
             "control": timed.get(CONTROL_ID), "candidates": [{**e, **(timed.get(e["candidate_id"]) or {})}

@@ -62,7 +62,7 @@ def main(args: argparse.Namespace) -> int:
         print(verdicts_json(result.verdicts, args.run_dir, result.controls))
         return 0
     print(f"{SPEEDUP_TEXT}\n")
-    print(render(result.verdicts, result.controls, result.best_no_acf, result.ceilings))
+    print(render(result.verdicts, result.controls, result.best_no_acf, result.ceilings, result.how_timed))
     if result.unreliable:
         for shape, reason in result.unreliable.items():
             print(f"UNRELIABLE {shape}: {reason}; no artifacts written")
@@ -87,8 +87,10 @@ def recheck_line(recheck: dict[str, Any], run_dir: Path) -> str:
 
 
 def render(verdicts: pd.DataFrame, controls: dict[str, Any], best_no_acf: dict[str, dict[str, Any]],
-           ceilings: dict[str, dict[str, Any]] | None = None) -> str:
-    """The verdict table, then per shape the noise floor, the three-ratio attribution and the copy ceiling."""
+           ceilings: dict[str, dict[str, Any]] | None = None,
+           how_timed: dict[str, dict[str, Any]] | None = None) -> str:
+    """The verdict table, then per shape the noise floor, the three-ratio attribution, the copy ceiling, and the
+    GPU activities of one timed call where there are more than the kernel's own."""
     from paretotune.records import work_text
     from paretotune.validate.ceilings import ceiling_line
 
@@ -114,9 +116,9 @@ def render(verdicts: pd.DataFrame, controls: dict[str, Any], best_no_acf: dict[s
                          f"{best['column']} {_x(best['speedup'])} vs baseline (search record)")
         if ceilings and shape in ceilings:
             lines.append("  " + ceiling_line(ceilings[shape], _closest_to_copy(rows)))
-            work = work_text(ceilings[shape].get("gpu_work") or [])
-            if work:
-                lines.append("  " + work)
+        work = work_text((how_timed or {}).get(shape, {}).get("gpu_work") or [])
+        if work:
+            lines.append("  " + work)
     return "\n".join(lines)
 
 

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from paretotune.errors import UserError
-from paretotune.records import baseline_phrase
+from paretotune.records import HOW_TIMED, baseline_phrase
 from paretotune.validate.ceilings import add_bandwidth
 from paretotune.validate.worker import CONTROL_ID, validate_in_process
 from paretotune.front import open_run
@@ -81,6 +81,7 @@ class Validation:
     artifacts: list[Path] = field(default_factory=list)
     recheck: dict[str, Any] | None = None  # recheck.json: each winner-shape re-checked against its twin, or None
     ceilings: dict[str, dict[str, Any]] = field(default_factory=dict)  # shape -> copy ceiling, baseline beside it
+    how_timed: dict[str, dict[str, Any]] = field(default_factory=dict)  # shape -> its clock, why, one call's GPU work
 
     @property
     def unreliable(self) -> dict[str, str]:
@@ -178,6 +179,7 @@ def validate_run(run_dir: Path, *, candidates: list[int] | None, top: int, round
     verdicts, controls = judge_measured(measured, twin_of, twin_ids, alpha=alpha, min_effect=min_effect,
                                         max_control_bias=bound)
     ceilings = add_bandwidth(verdicts, measured)
+    how_timed = {shape: {k: data[k] for k in HOW_TIMED if data.get(k)} for shape, data in measured.items()}
     acf_of = {c["candidate_id"]: Path(c["acf_path"]).stem if c["acf_path"] else "" for c in chosen}
     verdicts["acf"] = [acf_of.get(int(c), "") for c in verdicts["candidate_id"]]  # "": compiler defaults
     best = best_without_acf(results, run.objective_columns())
@@ -185,12 +187,13 @@ def validate_run(run_dir: Path, *, candidates: list[int] | None, top: int, round
     verdicts.to_csv(run.path / "validation.csv", index=False)
     (run.path / "validation.json").write_text(json.dumps({
         "rounds": rounds, "rep_ms": rep_ms, "warmup_ms": warmup_ms, "alpha": alpha, "min_effect": min_effect,
-        "max_control_bias": bound,
-        "controls": controls, "ceilings": ceilings, "twin_of": {str(k): v for k, v in twin_of.items()},
+        "max_control_bias": bound, "controls": controls, "ceilings": ceilings, "how_timed": how_timed,
+        "twin_of": {str(k): v for k, v in twin_of.items()},
         "best_no_acf": best,
         "verdicts": json.loads(verdicts.to_json(orient="records")), "samples": measured}, indent=1, default=str))
     checked = recheck_winners(run, verdicts, chosen, measure, recheck)
-    result = Validation(verdicts=verdicts, controls=controls, best_no_acf=best, recheck=checked, ceilings=ceilings)
+    result = Validation(verdicts=verdicts, controls=controls, best_no_acf=best, recheck=checked, ceilings=ceilings,
+                        how_timed=how_timed)
     if result.unreliable:  # a control that differs voids every verdict: pin nothing
         return result
     return replace(result, artifacts=write_artifacts(run, verdicts, chosen))

@@ -84,7 +84,8 @@ def synthetic(control_ms: float) -> Any:
             samples[str(arm["candidate_id"])] = list(rng.normal(mean, 0.0006, rounds))
         copy_ms = 0.2  # a device copy of the kernel's 64 MiB: 0.2 ms (336 GB/s)
         ceiling = {"bytes": 64 * 2**20, "copy_ms": copy_ms, "copy_gbps": 64 * 2**20 / (copy_ms * 1e-3) / 1e9}
-        return {"wide": {"samples": samples, "errors": {}, "ceiling": ceiling}}
+        return {"wide": {"samples": samples, "errors": {}, "ceiling": ceiling, "timing": "cupti",
+                         "timing_source": "a stand-in", "gpu_work": ["_wide_kernel", "CatArrayBatchedCopy"]}}
     return measure
 
 
@@ -103,7 +104,12 @@ def test_validate_attributes_and_pins_the_share(twin_run: Path, tmp_path: Path) 
     assert (cands["speedup"] - cands["config_speedup"] * cands["acf_speedup"]).abs().max() < 1e-9
     saved = json.loads((copy / "validation.json").read_text())
     assert saved["controls"]["wide"]["reliable"] and saved["best_no_acf"]["wide"]["candidate_id"] >= 0
-    text = render(result.verdicts, result.controls, result.best_no_acf, result.ceilings)
+    text = render(result.verdicts, result.controls, result.best_no_acf, result.ceilings, result.how_timed)
+    # how the shape was timed is kept beside the ceiling, not in it, and a call that runs more than its kernel says so
+    assert saved["how_timed"]["wide"] == {"timing": "cupti", "timing_source": "a stand-in",
+                                          "gpu_work": ["_wide_kernel", "CatArrayBatchedCopy"]}
+    assert "gpu_work" not in saved["ceilings"]["wide"]
+    assert "each timed call runs 2 GPU activities, all of them timed: _wide_kernel, CatArrayBatchedCopy" in text
     assert "noise floor" in text and "ACF-only 1.02" in text and "config-only 1.2" in text
     # the copy ceiling: each arm's bandwidth and its fraction of a copy of the same bytes, the baseline's beside
     assert list(cands["of_copy"]) == pytest.approx([0.2 / 0.245] * len(cands), rel=0.01)

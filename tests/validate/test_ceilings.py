@@ -114,9 +114,8 @@ def test_validate_names_a_call_that_runs_more_than_its_kernel_on_the_gpu() -> No
     out = validate_shape(adapter, SHAPE, [{"candidate_id": 3, "config": {"scale": 2.0}, "acf_path": None}], rounds=3,
                          seed=0, device="cpu", setting="auto", timer=timer, rng=random.Random(0))
     table = pd.DataFrame([{"shape": "s", "candidate_id": 3, "role": "control", "speedup": 1.0}])
-    summary = add_bandwidth(table, {"s": out})
-    assert summary["s"]["gpu_work"] == ["_kernel", "to_copy", "cat"]
-    text = render(table, {"s": {"reliable": False, "reason": "a stand-in clock"}}, {}, summary)
+    assert out["gpu_work"] == ["_kernel", "to_copy", "cat"]
+    unreliable = {"s": {"reliable": False, "reason": "a stand-in clock"}}
+    text = render(table, unreliable, {}, add_bandwidth(table, {"s": out}), {"s": {"gpu_work": out["gpu_work"]}})
     assert "  each timed call runs 3 GPU activities, all of them timed: _kernel, to_copy, cat" in text.splitlines()
-    summary["s"]["gpu_work"] = ["_kernel"]
-    assert "GPU activities" not in render(table, {"s": {"reliable": False, "reason": "a stand-in clock"}}, {}, summary)
+    assert "GPU activities" not in render(table, unreliable, {}, {}, {"s": {"gpu_work": ["_kernel"]}})
