@@ -744,7 +744,9 @@ def plot(out: Path, result: dict[str, Any]) -> Path | None:
 
 
 def plot_kernel(ax: Any, kname: str, entry: dict[str, Any]) -> None:
-    """One kernel's panel of :func:`plot`."""
+    """One kernel's panel of :func:`plot`. An arm whose best stays above the panel's top (:data:`PLOT_TOP`) is
+    named in the panel with its best, so a curve cut off is not read as a curve missing."""
+    finals: list[tuple[str, float, Any]] = []  # tool, its best in µs, its line's colour
     for arm in entry.get("arms", []):
         tl = arm.get("timeline", [])
         if not tl:
@@ -756,6 +758,7 @@ def plot_kernel(ax: Any, kname: str, entry: dict[str, Any]) -> None:
             ys.append(best)
         end = arm.get("process_wall_s") or arm.get("wall_s") or xs[-1]
         line = ax.step([*xs, max(end, xs[-1])], [*ys, ys[-1]], where="post", label=arm["tool"])[0]
+        finals.append((arm["tool"], ys[-1], line.get_color()))
         if arm.get("error"):
             ending = "hung" if str(arm["error"]).startswith("hung") else "crashed"
             ax.plot([max(end, xs[-1])], [ys[-1]], "x", color=line.get_color(), markersize=9,
@@ -766,6 +769,10 @@ def plot_kernel(ax: Any, kname: str, entry: dict[str, Any]) -> None:
     baselines = [a["baseline_ms"] * 1e3 for a in entry.get("arms", []) if a.get("baseline_ms")]
     if baselines:  # once every arm is drawn: a far slower first try would flatten the rest
         ax.set_ylim(top=min(ax.get_ylim()[1], max(baselines) * PLOT_TOP))
+        above = [(tool, best, colour) for tool, best, colour in finals if best > ax.get_ylim()[1]]
+        for i, (tool, best, colour) in enumerate(above):
+            ax.text(0.02, 0.97 - 0.08 * i, f"{tool}: best {best:,.0f} µs, above the panel", transform=ax.transAxes,
+                    fontsize=6, va="top", color=colour)
     title, gpus = kname.removeprefix("pretuned_"), kernel_gpus(entry)
     ax.set_title(f"{title} ({gpus})" if gpus else title, fontsize=10)
     ax.set_xlabel("wall seconds from the tool's process start")

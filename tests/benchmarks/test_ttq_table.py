@@ -181,4 +181,11 @@ def test_the_plot_is_a_grid_of_kernels_and_marks_where_an_arm_crashed(ttq: Modul
     cross = ax.get_lines()[-1]
     assert list(cross.get_xdata()) == [34.0] and list(cross.get_ydata()) == [22.5]  # at its end, its best
     assert ax.get_title() == "rms_norm (H200)"
+    assert not ax.texts  # every curve is inside the panel
+    plt.close(fig)
+    hung = {"tool": "helion-autotune-full", "timeline": [[20.0, 0.142, 0]], "process_wall_s": 135.0,
+            "error": "hung: killed by the watchdog after 135 s"}
+    fig, ax = plt.subplots()
+    ttq.plot_kernel(ax, "pretuned_softmax", {"arms": [ours, hung]})  # 142 µs against a 19.2 µs heuristic
+    assert [t.get_text() for t in ax.texts] == ["helion-autotune-full: best 142 µs, above the panel"]
     plt.close(fig)
