@@ -105,12 +105,17 @@ class HostLoad:
 
 
 def record_timing(run: RunDir, *, schedule: str | None, records: Sequence[TrialRecord], wall_s: float,
-                  phases_s: dict[str, float] | None = None, host_load: dict[str, Any] | None = None) -> None:
+                  phases_s: dict[str, float] | None = None, host_load: dict[str, Any] | None = None,
+                  search_errors: Sequence[str] = ()) -> None:
     """Append this process's :func:`search_timing` to ``run.json`` (``timing``: one entry per run or resume),
     with ``phases_s``: the loop's seconds per phase (setup: adapter, pools; baseline; engine; search; twins;
     close), so a slow start shows where it went; the paired baseline's drift (:func:`baseline_drift`) and the
-    host's load (:class:`HostLoad`)."""
+    host's load (:class:`HostLoad`). ``search_errors``: what the engine met inside itself and went on past, one
+    line each (run.json's ``search_errors`` is this call's, so a resume that met none clears it), in the same
+    write."""
     meta = run.meta()
+    if search_errors or meta.get("search_errors"):
+        meta["search_errors"] = list(search_errors)
     drift, clocks = baseline_drift(records), shape_clocks(records)
     meta.setdefault("timing", []).append({"schedule": schedule, **search_timing(records, wall_s),
                                           **({"phases_s": phases_s} if phases_s else {}),

@@ -99,18 +99,9 @@ def run_campaign(campaign: Campaign, run: RunDir, ptxas: Ptxas, *,
         evaluator.close()
     phases.mark("close")
     record_timing(run, schedule=schedule, records=[r for r in ledger.written if not r.is_baseline],
-                  wall_s=phases.since("engine"), phases_s=phases.spans(), host_load=host_load.summary())
-    record_search_errors(run, engine_errors(engine))
+                  wall_s=phases.since("engine"), phases_s=phases.spans(), host_load=host_load.summary(),
+                  search_errors=engine_errors(engine))  # Helion's rounds once all ended early on one
     return ledger.written
-
-
-def record_search_errors(run: RunDir, errors: list[str]) -> None:
-    """What the engine met and went on past (``search_errors`` in run.json, this call's; one line each), so the
-    summary can say the search ran poorer than it should have: Helion's rounds once all ended early this way."""
-    meta = run.meta()
-    if errors or meta.get("search_errors"):
-        meta["search_errors"] = errors
-        run.write_meta(meta)
 
 
 def make_evaluator(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Sequence[Objective]) -> Evaluator:

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from paretotune.campaign.load import load_campaign
-from paretotune.runner.loop import record_search_errors, run_campaign
+from paretotune.runner.gpu_busy import record_timing
+from paretotune.runner.loop import run_campaign
 from paretotune.runner.session import search_errors_line
 from paretotune.runner.start import start_run
 from paretotune.store import RunDir
@@ -23,10 +24,10 @@ def test_errors_the_engine_went_on_past_reach_run_json_and_the_summary(tmp_path:
     run = start_run(campaign, tmp_path / "run", ptxas, campaign.spec.seed)
     run_campaign(campaign, run, ptxas)  # CompileIQ's engine met none: nothing recorded, nothing said
     assert "search_errors" not in run.meta() and search_errors_line(run) is None
-    record_search_errors(run, [LINE, LINE])
+    record_timing(run, schedule=None, records=[], wall_s=1.0, search_errors=[LINE, LINE])
     reopened = RunDir.open(run.path)  # run.json still passes every reader's checks
-    assert reopened.meta()["search_errors"] == [LINE, LINE]
+    assert reopened.meta()["search_errors"] == [LINE, LINE] and len(reopened.meta()["timing"]) == 2
     assert search_errors_line(reopened) == ("the search engine met 2 error(s) inside itself and went on past them, "
                                             f"its search the poorer for it: {LINE}")
-    record_search_errors(run, [])  # a later call (a resume) whose engine met none: the record is this call's
+    record_timing(run, schedule=None, records=[], wall_s=1.0)  # a later call (a resume) whose engine met none
     assert search_errors_line(RunDir.open(run.path)) is None
