@@ -172,6 +172,11 @@ def normalize(config_spec: Any, config: dict[str, Any], *, fix_invalid: bool) ->
     config_spec.normalize(config, _fix_invalid=fix_invalid)
 
 
+def default_config(config_spec: Any) -> dict[str, Any]:
+    """``ConfigSpec.default_config()`` as a plain dict: the config Helion's own searches always measure."""
+    return dict(config_spec.default_config().config)
+
+
 def conform_list_lengths(config_spec: Any, config: Mapping[str, Any]) -> dict[str, Any]:
     """``config`` with each list knob that Helion's search encodes at a fixed length (a ``ListOf`` of the
     ConfigSpec: ``indexing``, ``atomic_indexing``, ...) cut, or padded with its default, to that length. A heuristic

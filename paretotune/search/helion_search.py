@@ -45,6 +45,7 @@ from paretotune.search.helion_checkpoint import STATE_VERSION, Codec, decode_sco
 from paretotune.search.helion_round import PENDING, Item, Plan, Round, Score, round_seed
 from paretotune.search.scalarize import scalarize
 from paretotune.search.space import NativeSpace, SearchSpace, point_key
+from paretotune.search.toward_default import toward_default
 from paretotune.store.atomic import atomic_write_json
 
 # the engine's settings (campaign: search.helion): Helion's search_algorithms that need no network or config list,
@@ -161,7 +162,7 @@ class HelionSearchEngine:
         index = sum(1 for r in self.rounds if r.plan.island == island)
         acfs = self._lists.for_round(self._best_acfs())
         plan = Plan(island=island, index=index, seed=round_seed(self.seed, island, index), acfs=acfs,
-                    seeds=self._round_seeds(acfs), train_upto=len(self.results))
+                    seeds=self._round_seeds(acfs, first=not self.rounds), train_upto=len(self.results))
         for data in acfs:
             if data is not None:
                 self._acf_data[sha(data)] = data  # type: ignore[index]
@@ -194,12 +195,16 @@ class HelionSearchEngine:
     def _best_acfs(self) -> list[bytes]:
         return [self._acf_data[r["a"]] for r in self._ranked() if r["a"] is not None]
 
-    def _round_seeds(self, acfs: list[bytes | None]) -> list[tuple[dict[str, Any], bytes | None]]:
+    def _round_seeds(self, acfs: list[bytes | None], first: bool = False) -> list[tuple[dict[str, Any], bytes | None]]:
         """The baseline (or the campaign's starting config) and the best results so far, as seed configs (an
-        ACF not in this round's list is dropped: the config is seeded without it)."""
+        ACF not in this round's list is dropped: the config is seeded without it). The ``first`` round of the
+        search also starts from the configs between the baseline and Helion's default (:mod:`.toward_default`)."""
         seeds: list[tuple[dict[str, Any], bytes | None]] = []
         if self._seed_config:
             seeds.append((dict(self._seed_config), None))
+            if first:
+                default = compat_helion.default_config(self.native.spec)
+                seeds += [(config, None) for config in toward_default(self._seed_config, default)]
         for r in self._ranked():
             data = self._acf_data.get(r["a"]) if r["a"] else None
             seed = (dict(r["c"]), data if data in acfs else None)

@@ -144,6 +144,33 @@ def test_a_baseline_with_one_more_indexing_slot_than_this_binding_still_seeds_a_
     inner.close()
 
 
+def test_the_first_round_starts_from_the_baseline_and_the_configs_toward_helions_default() -> None:
+    """The search's first round seeds the baseline and the configs between it and Helion's default config
+    (:mod:`paretotune.search.toward_default`); each is built and measured in the first batch, without an ACF.
+    scale_rows' heuristic differs from the default in num_stages (2 against 1) and num_warps (8 against 4, a tile
+    knob): one seed, the heuristic at 1 stage. Where that is the optimum, the first batch finds it. Later rounds
+    seed the baseline and the best results only."""
+    adapter = scale_rows(gpu=True)
+    base = adapter.default_config(WIDE)
+    assert (base["num_stages"], base["num_warps"]) == (2, 8)
+    one_stage = {**base, "num_stages": 1}
+
+    def objective(config: dict[str, Any], acf: bytes | None) -> tuple[float, ...]:
+        return (0.5,) if point_key(config, None) == point_key(one_stage, None) and acf is None else synthetic(
+            config, acf)
+
+    eng, inner, _ = engine(adapter)
+    loop = Loop(eng, objective)
+    loop.run(120)
+    first = inner.rounds[0]
+    assert [c for c, _ in first.plan.seeds] == [base, one_stage] and all(a is None for _, a in first.plan.seeds)
+    built = [i for i in first.calls[0] if i.engine_id is not None]
+    assert any(i.key == point_key(one_stage, None) for i in built)  # measured in the first batch
+    assert len(inner.rounds) >= 2 and one_stage in [c for c, _ in inner.rounds[1].plan.seeds]  # now a best result
+    assert inner.rounds[1].plan.seeds[1][0] == one_stage
+    inner.close()
+
+
 def test_an_error_inside_helions_rounds_is_named_by_the_engine_for_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fault above, injected where it was raised (Helion's ``encode_config``, a bare ``assert``): every round
     ends on it, the engine goes on, and ``engine_errors`` (what the run records and its summary prints) names each
@@ -259,7 +286,8 @@ def test_sequential_with_engine_helion_searches_configs_then_compileiq_acfs(tmp_
     from paretotune.search.sequential import SequentialEngine
 
     path = tmp_path / "c.yaml"
-    path.write_text(f"name: t\nkernel: {{source: {FIXTURES}/scale_rows.py:scale_rows, inputs: {FIXTURES}/scale_rows.py:inputs}}\n"
+    path.write_text(f"name: t\nkernel: {{source: {FIXTURES}/scale_rows.py:scale_rows, "
+                    f"inputs: {FIXTURES}/scale_rows.py:inputs}}\n"
                     "shapes: [{name: wide, M: 512, N: 4096}]\nobjectives: [registers]\n"
                     "acf: {search_space: ptxas-13.3}\nsearch: {engine: helion, strategy: sequential, pool_size: 6}\n")
     campaign = load_campaign(path)

@@ -43,7 +43,8 @@ def test_search_helion_block_is_checked_at_load(tmp_path: Path) -> None:
 
     spec = load_campaign(campaign("{pool_size: 6}")).spec.search
     assert spec.engine == "auto" and spec.helion.model_dump() == HELION_DEFAULTS
-    assert load_campaign(campaign("{engine: helion, helion: {algorithm: PatternSearch, islands: 1}}")).spec.search.helion.islands == 1
+    pattern = load_campaign(campaign("{engine: helion, helion: {algorithm: PatternSearch, islands: 1}}"))
+    assert pattern.spec.search.helion.islands == 1
     with pytest.raises(UserError, match=r"search\.helion\.algorithm.*unknown Helion search algorithm 'Nope'"):
         load_campaign(campaign("{helion: {algorithm: Nope}}"))
     with pytest.raises(UserError, match=r"search\.helion\.islands"):
