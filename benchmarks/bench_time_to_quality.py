@@ -1234,13 +1234,18 @@ def check(out: Path, names: list[str], known: dict[str, dict[str, Any]], strateg
             first = ""
             if strategy == "default":  # the engine's first batch, every proposal one Helion takes as it is
                 from paretotune.runner.start import make_engine
+                from paretotune.search.space import point_key
 
                 eng = make_engine(campaign, adapter, 1)
                 batch = eng.ask()
                 accepts = adapter.constraint() or (lambda _c: True)
                 bad = sum(not accepts(p.config) for p in batch)
-                first = f"; first batch {len(batch)} proposals, {bad} that Helion's normalize would change"
-                close = getattr(getattr(eng, "inner", None), "close", None)
+                inner = getattr(eng, "inner", eng)
+                seeds = inner.rounds[0].plan.seeds[1:] if getattr(inner, "rounds", None) else []
+                seeded = len({point_key(c, None) for c, _ in seeds} & {point_key(p.config, None) for p in batch})
+                first = (f"; first batch {len(batch)} proposals ({seeded} of the {len(seeds)} configs toward Helion's "
+                         f"default), {bad} that Helion's normalize would change")
+                close = getattr(inner, "close", None)
                 if close:
                     close()
             print(f"{kname} {strategy}: ok; {len(adapter.space())} knobs; {engine}{first}")
