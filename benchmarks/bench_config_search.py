@@ -181,7 +181,14 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=10)
     parser.add_argument("--spaces", default="all", help="comma list of space labels (substring match), or all")
     parser.add_argument("--engines", default=",".join(ENGINES))
+    parser.add_argument("--without-toward-default", action="store_true",
+                        help="the A/B's other arm: the helion engine's first round seeds only the baseline, not the "
+                             "configs toward Helion's default (paretotune/search/toward_default.py)")
     args = parser.parse_args()
+    if args.without_toward_default:
+        from paretotune.search import helion_search
+
+        helion_search.toward_default = lambda tuned, default: []  # type: ignore[assignment]
     spaces = adapters()
     if args.spaces != "all":
         spaces = {k: v for k, v in spaces.items() if any(s in k for s in args.spaces.split(","))}
@@ -191,6 +198,7 @@ def main() -> None:
         "versions": {d: version(d) for d in ("helion", "torch", "triton", "compileiq")} | {"python": platform.python_version()},
         "machine": {"cpu": cpu_model(), "load_average_1_5_15_min": load_average()},
         "budget": args.budget, "window": args.window, "seeds": args.seeds, "acf_list": len(ACFS) - 1,
+        "toward_default_seeds": not args.without_toward_default,
         "spaces": {}}
     for label, adapter in spaces.items():
         entry: dict[str, Any] = {"runs": {}, "summary": {}}
