@@ -123,8 +123,9 @@ class HelionSearchEngine:
             leading = False
             if out:
                 break
-        if not out and not self._pending and self.errors and all(s >= STALE_ROUNDS for s in self._stale):
-            raise RuntimeError(f"Helion's {self.algorithm} cannot go on: {self.errors[-1]}")
+        failed = [r.error for r in self.rounds if r.error]  # rounds Helion's search ended on an exception
+        if not out and not self._pending and failed and all(s >= STALE_ROUNDS for s in self._stale):
+            raise RuntimeError(f"Helion's {self.algorithm} cannot go on: {failed[-1]}")
         return out
 
     def tell(self, scores: dict[str, Score]) -> None:
@@ -203,8 +204,7 @@ class HelionSearchEngine:
         if self._seed_config:
             seeds.append((dict(self._seed_config), None))
             if first:
-                default = compat_helion.default_config(self.native.spec)
-                seeds += [(config, None) for config in toward_default(self._seed_config, default)]
+                seeds += [(config, None) for config in self._toward_default()]
         for r in self._ranked():
             data = self._acf_data.get(r["a"]) if r["a"] else None
             seed = (dict(r["c"]), data if data in acfs else None)
@@ -213,6 +213,17 @@ class HelionSearchEngine:
             if len(seeds) > SEEDS_PER_ROUND:
                 break
         return seeds
+
+    def _toward_default(self) -> list[dict[str, Any]]:
+        """The configs between the baseline and Helion's default (:mod:`.toward_default`); none, and the reason
+        among the engine's errors, where this ConfigSpec gives no default: the search then starts from the
+        baseline alone."""
+        try:
+            default = compat_helion.default_config(self.native.spec)
+        except Exception as exc:  # noqa: BLE001 - Helion's code; a seed less is no reason to stop the search
+            self.errors.append(f"{type(exc).__name__} in Helion's ConfigSpec.default_config: {exc}")
+            return []
+        return toward_default(self._seed_config or {}, default)
 
     # -- what a round calls (helion_round.RoundOwner) --
     def item(self, config: Any, round_: Round) -> Item:

@@ -171,6 +171,24 @@ def test_the_first_round_starts_from_the_baseline_and_the_configs_toward_helions
     inner.close()
 
 
+def test_a_configspec_without_a_default_starts_from_the_baseline_and_says_why(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Helion's ``ConfigSpec.default_config`` failing (it never has on the kernels measured) costs the first round
+    its configs toward the default, not the search: it starts from the baseline and the run records why."""
+    from paretotune.compat import helion as compat_helion
+
+    def no_default(spec: Any) -> dict[str, Any]:
+        raise KeyError("indexing")
+
+    monkeypatch.setattr(compat_helion, "default_config", no_default)
+    adapter = scale_rows(gpu=True)
+    eng, inner, _ = engine(adapter)
+    Loop(eng).run(40)
+    assert [c for c, _ in inner.rounds[0].plan.seeds] == [adapter.default_config(WIDE)]
+    assert engine_errors(eng) == ["KeyError in Helion's ConfigSpec.default_config: 'indexing'"]
+    inner.close()
+
+
 def test_an_error_inside_helions_rounds_is_named_by_the_engine_for_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fault above, injected where it was raised (Helion's ``encode_config``, a bare ``assert``): every round
     ends on it, the engine goes on, and ``engine_errors`` (what the run records and its summary prints) names each
