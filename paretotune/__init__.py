@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 # first, so that IMPORTED_AT is the time this process first imported paretotune (paretotune/version.py)
-from paretotune.version import IMPORTED_AT, __version__
+from paretotune.version import IMPORTED_AT, __version__  # noqa: F401 - public attributes of the package
 
 __all__ = ["HelionKernel", "Run", "TritonKernel", "UserError", "capture", "open_run", "run", "shipped_acfs"]
 
