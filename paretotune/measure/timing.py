@@ -62,10 +62,11 @@ def bench(fn: Callable[[], Any], warmup_ms: float, rep_ms: float,
     """Time ``fn``; all samples kept. ``events``: ``do_bench`` (events + L2 flush per sample). ``cudagraph``:
     ``do_bench_cudagraph`` after ``warmup_ms`` of plain launches; each of its :data:`GRAPH_REPLAYS` samples is
     one replay's mean launch, and each replay lasts ``rep_ms / GRAPH_REPLAYS`` so that both methods spend about
-    ``rep_ms`` measuring. ``cupti``: :func:`cupti_samples` after the same warm-up, as many calls as fit ``rep_ms``
+    ``rep_ms`` measuring. ``cupti``: :func:`cupti_profile` after the same warm-up, as many calls as fit ``rep_ms``
     (at most :data:`CUPTI_MAX_CALLS`). :data:`HOST`: one sample, :func:`host_cost`."""
     from triton.testing import do_bench, do_bench_cudagraph
 
+    work: tuple[str, ...] = ()  # CUPTI's reading names the call's GPU activities; the other clocks cannot
     if method == HOST:
         import torch
 
@@ -79,23 +80,17 @@ def bench(fn: Callable[[], Any], warmup_ms: float, rep_ms: float,
         first = do_bench(fn, warmup=warmup_ms, rep=1, return_mode="min")  # warm-up; an upper bound of a call
         calls = max(CUPTI_PROBE_CALLS, min(CUPTI_MAX_CALLS, int(rep_ms / max(float(first), 1e-3))))
         samples, work = cupti_profile(fn, calls)
-        return Timing(samples_ms=tuple(float(s) for s in samples), call_work=work)
     else:
         raise ValueError(f"unknown timing method {method!r} (expected 'events', 'cudagraph' or 'cupti')")
-    return Timing(samples_ms=tuple(float(s) for s in samples))
-
-
-def cupti_samples(fn: Callable[[], Any], calls: int) -> list[float]:
-    """Each call's GPU time in ms: what its kernels took on the GPU as CUPTI records them (torch.profiler), L2
-    flushed before each call (Triton's own flush buffer, as ``do_bench`` does) and the flush not counted
-    (:mod:`paretotune.measure.cupti`). Raises :class:`~paretotune.measure.cupti.ClockUnavailable` where
-    the records cannot say."""
-    return cupti_profile(fn, calls)[0]
+    return Timing(samples_ms=tuple(float(s) for s in samples), call_work=work)
 
 
 def cupti_profile(fn: Callable[[], Any], calls: int) -> tuple[list[float], tuple[str, ...]]:
-    """:func:`cupti_samples`, and the names of the GPU activities one call ran
-    (:func:`~paretotune.measure.cupti.call_times`)."""
+    """Each call's GPU time in ms: what its kernels took on the GPU as CUPTI records them (torch.profiler), L2
+    flushed before each call (Triton's own flush buffer, as ``do_bench`` does) and the flush not counted
+    (:mod:`paretotune.measure.cupti`); and the names of the GPU activities one call ran
+    (:func:`~paretotune.measure.cupti.call_times`). Raises :class:`~paretotune.measure.cupti.ClockUnavailable`
+    where the records cannot say."""
     from paretotune.measure.cupti import ClockUnavailable, profile_calls, call_times
 
     refused: list[str] = []

@@ -123,9 +123,10 @@ class HelionSearchEngine:
             leading = False
             if out:
                 break
-        failed = [r.error for r in self.rounds if r.error]  # rounds Helion's search ended on an exception
-        if not out and not self._pending and failed and all(s >= STALE_ROUNDS for s in self._stale):
-            raise RuntimeError(f"Helion's {self.algorithm} cannot go on: {failed[-1]}")
+        if not out and not self._pending and all(s >= STALE_ROUNDS for s in self._stale):
+            failed = [r.error for r in self.rounds if r.error]  # rounds Helion's search ended on an exception
+            if failed:
+                raise RuntimeError(f"Helion's {self.algorithm} cannot go on: {failed[-1]}")
         return out
 
     def tell(self, scores: dict[str, Score]) -> None:
@@ -204,7 +205,7 @@ class HelionSearchEngine:
         if self._seed_config:
             seeds.append((dict(self._seed_config), None))
             if first:
-                seeds += [(config, None) for config in self._toward_default()]
+                seeds += [(config, None) for config in self._toward_default(self._seed_config)]
         for r in self._ranked():
             data = self._acf_data.get(r["a"]) if r["a"] else None
             seed = (dict(r["c"]), data if data in acfs else None)
@@ -214,7 +215,7 @@ class HelionSearchEngine:
                 break
         return seeds
 
-    def _toward_default(self) -> list[dict[str, Any]]:
+    def _toward_default(self, tuned: dict[str, Any]) -> list[dict[str, Any]]:
         """The configs between the baseline and Helion's default (:mod:`.toward_default`); none, and the reason
         among the engine's errors, where this ConfigSpec gives no default: the search then starts from the
         baseline alone."""
@@ -223,7 +224,7 @@ class HelionSearchEngine:
         except Exception as exc:  # noqa: BLE001 - Helion's code; a seed less is no reason to stop the search
             self.errors.append(f"{type(exc).__name__} in Helion's ConfigSpec.default_config: {exc}")
             return []
-        return toward_default(self._seed_config or {}, default)
+        return toward_default(tuned, default)
 
     # -- what a round calls (helion_round.RoundOwner) --
     def item(self, config: Any, round_: Round) -> Item:

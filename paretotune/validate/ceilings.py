@@ -21,7 +21,7 @@ def add_bandwidth(table: pd.DataFrame, measured: dict[str, Any]) -> dict[str, di
         table[name] = math.nan
     summary: dict[str, dict[str, Any]] = {}
     for shape, data in measured.items():
-        found = dict(data.get("ceiling") or {})
+        found = data.get("ceiling") or {}
         medians = {k: statistics.median(v) for k, v in data["samples"].items() if v}
         if not found.get("bytes") or "baseline" not in medians:
             summary[shape] = {**found, "why_not": found.get("why_not") or "not measured"}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from paretotune.measure.timing import GPU_CLOCKS, HOST, bench, cupti_samples, gpu_timer
+from paretotune.measure.timing import GPU_CLOCKS, HOST, bench, cupti_profile, gpu_timer
 from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 
 export_for_triton(find_ptxas())
@@ -22,7 +22,7 @@ def test_cupti_counts_the_call_s_kernels_and_not_the_flush() -> None:
 
     x = torch.randn(1 << 24, device=DEVICE)  # 64 MiB: a copy of ~30 us, far above launch costs
     y = torch.empty_like(x)
-    samples = cupti_samples(lambda: y.copy_(x), 50)
+    samples, _ = cupti_profile(lambda: y.copy_(x), 50)
     graphs = bench(lambda: y.copy_(x), 5, 20, "cudagraph")
     cupti = sorted(samples)[len(samples) // 2]
     assert len(samples) == 50 and min(samples) > 0

@@ -85,7 +85,8 @@ class OlderKinetoEvent:
 def test_records_of_a_torch_without_activity_types_are_read_by_their_device() -> None:
     from paretotune.measure.cupti import activity
 
-    events = [OlderKinetoEvent(FLUSH_RANGE, False, 0, 5 * US, corr=1), OlderKinetoEvent("aten::zero_", False, US, US, 2),
+    events = [OlderKinetoEvent(FLUSH_RANGE, False, 0, 5 * US, corr=1),
+              OlderKinetoEvent("aten::zero_", False, US, US, 2),
               OlderKinetoEvent(FLUSH_RANGE, True, 0, 60 * US),  # the flush range's GPU-side annotation
               OlderKinetoEvent("fill", True, 0, 60 * US, linked=2),
               OlderKinetoEvent(CALL_RANGE, False, 6 * US, 10 * US, corr=3),
@@ -122,7 +123,7 @@ def test_a_profile_that_lost_a_flush_is_taken_again_and_three_are_refused(monkey
     """A profile now and then keeps one flush fewer than its calls (the H200: 399 of 400); the timing profiles
     again instead of failing the campaign's baseline, and refuses the clock only after three such profiles."""
     from paretotune.measure import cupti
-    from paretotune.measure.timing import CUPTI_PROFILES, cupti_samples
+    from paretotune.measure.timing import CUPTI_PROFILES, cupti_profile
 
     good = profile([[19], [20], [21]], link_calls=False)
     lost = [Activity(a.name, a.kind, a.start_ns, a.end_ns, a.id, 0) if a.name == "memset" and a.start_ns > 0 else a
@@ -135,11 +136,11 @@ def test_a_profile_that_lost_a_flush_is_taken_again_and_three_are_refused(monkey
         return profiles.pop(0) if profiles else lost, FLUSH
 
     monkeypatch.setattr(cupti, "profile_calls", fake_profile)
-    assert cupti_samples(lambda: None, 3) == pytest.approx([0.019, 0.020, 0.021]) and taken == [3, 3]
+    assert cupti_profile(lambda: None, 3)[0] == pytest.approx([0.019, 0.020, 0.021]) and taken == [3, 3]
     taken.clear()
     with pytest.raises(ClockUnavailable, match=rf"^{CUPTI_PROFILES} profiles refused: .*1 flush-to-flush segments.*"
                                                    r"without a flush link: 1 \(no link\), 2 \(no link\)$"):
-        cupti_samples(lambda: None, 3)
+        cupti_profile(lambda: None, 3)
     assert len(taken) == CUPTI_PROFILES
 
 
