@@ -1,11 +1,12 @@
 """Configs between a tuned baseline and the compiler's default config, seeded into a search's first round.
 
 A kernel's tuned config (an AOT heuristic's pick) fixes its tiling together with every other knob. A search that
-starts from it moves one step at a time and rarely changes several non-tiling knobs at once, while the default
-config changes them all but at another tiling, where it is slow. On pretuned dynamic_per_token_scaled_fp8_quant
-(H100, 2026-12-05) the heuristic ran 4096 × 4096 blocks with tensor descriptors and 5 stages; Helion's autotuner
-shipped the same blocks and warps with every other knob at the default (pointer indexing, 1 stage), 1.15x faster,
-while paretotune's search measured the default config (32 × 32 blocks, 0.53x) and the heuristic's neighbours,
+starts from it moves one step at a time and rarely changes several non-tiling knobs at once, while the default config
+changes them all but at another tiling, where it is slow. On pretuned dynamic_per_token_scaled_fp8_quant (H100,
+2026-12-05) the heuristic ran 4096 × 4096 blocks with tensor descriptors and 5 stages; Helion's autotuner shipped the
+same blocks and warps with every other knob at the default (pointer indexing, 1 stage), 1.15x faster than the
+heuristic's config (both without an ACF, CUDA-graph replay), while paretotune's search measured the default config
+(32 × 32 blocks, 0.53x by its own clock, which then also timed copies of the outputs) and the heuristic's neighbours,
 never the two combined. The seeds here are that combination and each single move toward it.
 """
 from __future__ import annotations
