@@ -25,8 +25,11 @@ CAMPAIGN = Path(__file__).resolve().parents[1] / "configs" / "quickstart.yaml"
 
 RUN = """
 import json, os, sys, time
-from paretotune.build import pool
-pool.PRELOAD = (*pool.PRELOAD, "slow_preload")
+try:
+    from paretotune.build import fork_server as preloads
+except ImportError:  # a tree from before the fork server had its own module
+    from paretotune.build import pool as preloads
+preloads.PRELOAD = (*preloads.PRELOAD, "slow_preload")
 from paretotune.campaign.load import load_campaign
 from paretotune.measure.gpu import GpuWorker
 from paretotune.runner.evaluator import measure_request

@@ -1,6 +1,8 @@
-"""Seconds until a CPU pool worker returns its first result: spawned (imports torch and Triton itself) vs
-forked from the fork server (torch and Triton preloaded), for the first pool and for a pool restarted
-after a kill (what a ptxas hang costs). Static build of the bundled Helion softmax, no GPU needed.
+"""Seconds until a CPU pool worker returns its first result: spawned (imports torch, Triton and Helion itself) vs
+forked from the fork server (torch, Triton and Helion preloaded, as a Helion campaign asks) vs forked from a fork
+server without Helion (torch and Triton only: what a GPU host's workers started from where Helion's import is not
+fork-safe, torch's NVML check off), for the first pool and for a pool restarted after a kill (what a ptxas hang
+costs). Static build of the bundled Helion softmax, no GPU needed; on a GPU host the same modes compare the same.
 
 Usage: python benchmarks/bench_pool_start.py --out pool_start.json [--repeats 3]
 """
@@ -21,6 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+MODES = ("spawn", "forkserver", "forkserver-without-helion")
 CAMPAIGN = """
     name: pool-start
     kernel: {source: "paretotune.kernels.bundled.helion_softmax:helion_softmax"}
@@ -38,8 +41,14 @@ def one(mode: str, folder: Path) -> dict[str, float]:
     from paretotune.records import Candidate
     from paretotune.toolchain.ptxas import find_ptxas
 
+    from paretotune.build import fork_server
+
     if mode == "spawn":
         pool.worker_context = lambda: multiprocessing.get_context("spawn")
+    else:
+        if mode == "forkserver-without-helion":
+            fork_server.availability_check_is_fork_safe = lambda: False
+        fork_server.worker_context(helion=True)  # what a Helion campaign's evaluator asks (runner/evaluator.py)
     cfg = folder / "campaign.yaml"
     cfg.write_text(textwrap.dedent(CAMPAIGN))
     campaign, ptxas = load_campaign(cfg), find_ptxas()
@@ -65,7 +74,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--child", choices=["spawn", "forkserver"])
+    parser.add_argument("--child", choices=MODES)
     args = parser.parse_args()
     if args.child:
         with tempfile.TemporaryDirectory() as tmp:
@@ -75,13 +84,14 @@ def main() -> None:
 
     from paretotune.campaign.load import load_campaign
     from paretotune.campaign.resolve import make_adapter
-    from paretotune.build.pool import preload_modules
+    from paretotune.build.fork_server import preload_modules, worker_context
 
     with tempfile.TemporaryDirectory() as tmp:  # what this machine's campaign process would preload
         (Path(tmp) / "c.yaml").write_text(textwrap.dedent(CAMPAIGN))
         make_adapter(load_campaign(Path(tmp) / "c.yaml"))
+        worker_context(helion=True)
         preload = {"torch_cuda_build": torch.version.cuda, "modules": preload_modules()}
-    runs: dict[str, list[dict[str, float]]] = {"spawn": [], "forkserver": []}
+    runs: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
     for _ in range(args.repeats):
         for mode, results in runs.items():
             proc = subprocess.run([sys.executable, __file__, "--child", mode], check=True, capture_output=True,
@@ -93,10 +103,12 @@ def main() -> None:
               "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], check=False, capture_output=True,
                                        text=True, cwd=ROOT).stdout.strip(),
               "runs": runs,
-              "median_s": {m: {k: round(statistics.median(r[k] for r in rs), 2) for k in rs[0]} for m, rs in runs.items()},
+              "median_s": {m: {k: round(statistics.median(r[k] for r in rs), 2) for k in rs[0]}
+                           for m, rs in runs.items()},
               "notes": "each run a fresh process and an empty Triton cache; the time includes the worker's warm-up "
-                       "compile and the candidate's own build. The fork server preloads torch and Triton, and Helion only "
-                       "with a CPU build of torch (see h200_fork_cuda.json)", "preload": preload}
+                       "compile and the candidate's own build. forkserver: the server preloads torch, Triton and "
+                       "Helion where that is fork-safe (a CPU build of torch, or torch's NVML check on); "
+                       "forkserver-without-helion: torch and Triton only", "preload": preload}
     text = json.dumps(result, indent=1)
     if args.out:
         args.out.write_text(text)

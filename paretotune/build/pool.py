@@ -20,11 +20,10 @@ at once, so their imports and warm-up overlap other work (a GPU campaign's basel
 delaying the first generation. :func:`in_background` drains :meth:`WorkerPool.run` in a thread, so a consumer
 that spends time on each record (the GPU measurement) never leaves CPU workers waiting for new tasks.
 
-Workers are forked from a fork server that has already imported the heavy modules the campaign process
-imported (torch, Triton; Helion too with a CPU build of torch): a spawned worker spends seconds importing
-them, each one again, and a pool restarted after a ptxas hang would pay that for every worker. The fork
-server must never touch CUDA. Each worker takes the campaign process's environment as it was when the pool
-was made (the fork server's is older).
+Workers are forked from a fork server that has already imported the heavy modules (torch, Triton, Helion
+where that is fork-safe: :mod:`.fork_server`): a spawned worker spends seconds importing them, each one again,
+and a pool restarted after a ptxas hang would pay that for every worker. Each worker takes the campaign
+process's environment as it was when the pool was made (the fork server's is older).
 """
 from __future__ import annotations
 
@@ -33,7 +32,6 @@ import importlib
 import multiprocessing
 import os
 import queue
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -42,6 +40,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from paretotune.build.base import Feed, cut_by_wall_clock, failed_record
+from paretotune.build.fork_server import worker_context
 from paretotune.processes import kill_group, kill_own_group_when_closed, lead_own_group
 from paretotune.records import Candidate, TrialRecord
 from paretotune.toolchain.ptxas import clean_stale_temp_folders
@@ -50,30 +49,6 @@ STARTUP_GRACE_S = 90.0  # a fresh worker imports torch and Triton before its fir
 CLOSE_POLL_S = 1.0
 FEED_POLL_S = 0.05  # how soon a free worker takes a candidate put into the feed while others compile
 CUT_AT_WALL_CLOCK = cut_by_wall_clock("build finished")
-# Seconds to import; preloaded when this process has them. Helion only with a CPU build of torch: Helion's
-# import initializes CUDA, and every worker forked after it fails with "Cannot re-initialize CUDA in forked
-# subprocess" (benchmarks/check_fork_cuda.py); torch promises a fork-safe import.
-HEAVY_MODULES = ("torch", "triton")
-CPU_ONLY_MODULES = ("helion",)
-PRELOAD = ("paretotune.campaign.resolve", "paretotune.build.static_job")
-
-
-def preload_modules() -> list[str]:
-    """What the fork server imports before it forks workers: what this process has of the heavy modules."""
-    heavy = [m for m in HEAVY_MODULES if m in sys.modules]
-    if "torch" in sys.modules and sys.modules["torch"].version.cuda is None:  # a CPU build: no CUDA to break
-        heavy += [m for m in CPU_ONLY_MODULES if m in sys.modules]  # (asking the driver would initialize it here)
-    return heavy + list(PRELOAD)
-
-
-def worker_context() -> multiprocessing.context.BaseContext:
-    """The fork server (with :func:`preload_modules`) where the platform has one, else spawn. Only the first
-    fork server of a process is started; its preload list is the first one."""
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(preload_modules())
-    return ctx
 
 
 class WorkerPool:
@@ -83,13 +58,16 @@ class WorkerPool:
 
     def __init__(self, job: Callable[[Candidate], TrialRecord], initializer: Callable[..., None],
                  initargs: tuple[Any, ...], workers: int, timeout_s: float, nice: int = 0,
-                 kernel_vetted: Any = None) -> None:
+                 kernel_vetted: Any = None, gpus_hidden: bool = False) -> None:
         """``nice``: added to the workers' niceness, so that latency-critical processes (the GPU worker timing a
         candidate, a spare starting after a fault) get a busy host's CPUs before throughput work does.
         ``kernel_vetted``: the event (of :func:`worker_context`) the initializer waits on before it imports
-        user code; set by :meth:`kernel_checked` or the first :meth:`run`."""
+        user code; set by :meth:`kernel_checked` or the first :meth:`run`. ``gpus_hidden``: the workers see no
+        GPU (``CUDA_VISIBLE_DEVICES`` empty), so nothing they import can open a CUDA context: a build worker
+        compiles for the campaign's target and never runs a kernel, yet on a GPU host each held a context of
+        528 MiB (an H100, 45 s into a run: ``benchmarks/results/ttq42/``)."""
         self.job, self.initializer, self.initargs = job, initializer, initargs
-        self.kernel_vetted = kernel_vetted
+        self.kernel_vetted, self.gpus_hidden = kernel_vetted, gpus_hidden
         self.workers, self.timeout_s, self.nice = workers, timeout_s, nice
         self._executor: ProcessPoolExecutor | None = None
         self._fresh = True
@@ -138,10 +116,14 @@ class WorkerPool:
             if self._executor is None:
                 self._executor = ProcessPoolExecutor(self.workers, mp_context=worker_context(),
                                                      initializer=_start_worker,
-                                                     initargs=(dict(os.environ), self.nice, self.initializer,
+                                                     initargs=(self._environment(), self.nice, self.initializer,
                                                                *self.initargs))
                 self._fresh = True
             return self._executor
+
+    def _environment(self) -> dict[str, str]:
+        """The workers' environment: this process's now (the fork server's is older), GPUs hidden if asked."""
+        return {**os.environ, "CUDA_VISIBLE_DEVICES": ""} if self.gpus_hidden else dict(os.environ)
 
     def kill(self) -> None:
         """Kill the workers now, mid-import or mid-task; the pool starts fresh ones if used again."""

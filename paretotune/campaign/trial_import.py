@@ -5,8 +5,9 @@ become one-line errors naming the field and the file. Only then does the caller 
 import it normally, as before). One child imports every module in turn, within one deadline; what they print
 is shown once, capped (:data:`OUTPUT_CAP_BYTES`), and only if they all passed.
 
-A fork, not a spawn: the child starts with the parent's modules (torch and Triton are imported first), so the
-trial costs about what the user's own module costs to import, not another interpreter start-up.
+A fork, not a spawn: the child starts with the parent's modules (torch and Triton are imported first, and Helion
+where that is fork-safe), so the trial costs about what the user's own module costs to import, not another
+interpreter start-up.
 """
 from __future__ import annotations
 
@@ -81,17 +82,25 @@ def kernel_mentions_helion(campaign: Any) -> bool:
     return mentions_helion(where, False)  # False where unreadable: the checks that follow say what is wrong
 
 
-def _preload(names: tuple[str, ...] = ("torch", "triton")) -> None:
-    """Import ``names`` here (absent or broken ones are the trial import's to report). Before the fork: torch
-    and Triton, so the child need not. Helion only after it, while the child imports (:func:`preload_helion`):
-    Helion's import initializes CUDA (``benchmarks/check_fork_cuda.py`` shows it), and a child forked after that
-    fails on any CUDA call at import time; imported in the child and then here, one after the other, the two
-    imports would delay a Helion campaign's first record by both."""
-    for name in names:
+def _preload(helion: bool) -> bool:
+    """Import torch and Triton here before the fork, so that the child need not (absent or broken ones are the
+    trial import's to report); ``helion``: Helion too, where its import leaves the fork able to use CUDA
+    (:func:`~paretotune.compat.torch.availability_check_is_fork_safe`: a CPU build of torch, or torch's NVML check
+    on). Returns whether Helion was imported. Elsewhere Helion comes after the fork, while the child imports
+    (:func:`preload_helion`): Helion's import asks the CUDA driver (``benchmarks/check_fork_cuda.py``), and a
+    child forked after that fails on any CUDA call at import time; imported in the child and then here, one after
+    the other, the two imports would delay a Helion campaign's first record by both."""
+    for name in ("torch", "triton"):
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001, S110 - absent or broken: the trial import reports it for the kernel
             pass
+    from paretotune.compat.torch import availability_check_is_fork_safe
+
+    if not (helion and availability_check_is_fork_safe()):
+        return False
+    preload_helion()
+    return True
 
 
 def preload_helion() -> None:
@@ -143,9 +152,10 @@ def trial_import(target: str, is_file: bool, where: str) -> None:
 def trial_imports(codes: Sequence[Code]) -> dict[str, float]:
     """Import ``codes`` in turn in one forked child within :func:`timeout_s` (all of them together); raise a
     one-line UserError naming the field if an import fails, exits, crashes, does not finish, or lacks its
-    attribute. Then show what the imports printed (capped) on stderr. Returns the seconds of its phases from the
-    fork: ``helion_here`` (Helion's import in this process meanwhile), ``child_answer`` (until the child answered)
-    and ``child_end`` (from the answer until the child and its group were gone).
+    attribute. Then show what the imports printed (capped) on stderr. Returns the seconds of its phases:
+    ``before_fork`` (torch, Triton, and Helion where that is fork-safe, imported here), then from the fork:
+    ``helion_here`` (else Helion's import here meanwhile), ``child_answer`` (until the child answered) and
+    ``child_end`` (from the answer until the child and its group were gone).
 
     The child leads its own process group, and the group (the child and whatever the imports started) is
     killed when the trial ends, however it ends; the child kills it too if this process dies. The answer is the
@@ -154,7 +164,10 @@ def trial_imports(codes: Sequence[Code]) -> dict[str, float]:
     if not codes:
         return {}
     limit = timeout_s()
-    _preload()
+    helion = any(mentions_helion(c.target, c.is_file) for c in codes)
+    started = time.monotonic()
+    before_fork = _preload(helion)  # then the child finds Helion imported
+    preloaded = time.monotonic() - started
     read_fd, write_fd = os.pipe()  # the child's progress and answer: B<i>, then K or E<i> <message>
     out_r, out_w = os.pipe()  # what the imports print
     watch_r, watch_w = os.pipe()  # end of file in the child when this process is gone
@@ -184,7 +197,7 @@ def trial_imports(codes: Sequence[Code]) -> dict[str, float]:
     deadline = forked + limit
     output = _Output()
     try:
-        if any(mentions_helion(c.target, c.is_file) for c in codes):
+        if helion and not before_fork:
             preload_helion()  # in this process, at the same time as the child's import
         helion_here = time.monotonic()
         data, status = _wait_for_child(pid, read_fd, out_r, output, deadline)
@@ -201,7 +214,7 @@ def trial_imports(codes: Sequence[Code]) -> dict[str, float]:
     answer = next((line for line in lines if line[:1] in ("K", "E")), None)
     if answer == "K":
         output.show()
-        return {"helion_here": helion_here - forked, "child_answer": answered - forked,
+        return {"before_fork": preloaded, "helion_here": helion_here - forked, "child_answer": answered - forked,
                 "child_end": time.monotonic() - answered}
     begun = [int(line[1:]) for line in lines if line[:1] == "B" and line[1:].isdigit()]
     at = codes[begun[-1]] if begun and begun[-1] < len(codes) else codes[0]

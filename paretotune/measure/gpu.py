@@ -21,7 +21,8 @@ from paretotune.build.base import (BuildPool, Built, Feed, Measured, baseline_s_
 from paretotune.measure.gpu_worker import GpuJob, serve
 from paretotune.measure.ncu_measure import measure_batch
 from paretotune.measure.requests import MeasureRequest
-from paretotune.build.pool import adopt_environment, import_spawn_modules, in_background, worker_context
+from paretotune.build.fork_server import worker_context
+from paretotune.build.pool import adopt_environment, import_spawn_modules, in_background
 from paretotune.records import Candidate, TrialRecord
 from paretotune.store.run_dir import RunDir
 from paretotune.toolchain.ptxas import Ptxas
@@ -60,7 +61,7 @@ class GpuWorker:
         self.last_start_s = 0.0
 
     def _spawn(self) -> tuple[Any, Any]:
-        """A new worker from the CPU pool's fork server (torch and Triton already imported, CUDA untouched)."""
+        """A new worker from the CPU pool's fork server (torch, Triton, Helion where fork-safe; CUDA untouched)."""
         ctx = worker_context()
         parent, child = ctx.Pipe()
         proc = ctx.Process(target=_serve_in, args=(dict(os.environ), child, *self._args), daemon=True)
@@ -74,7 +75,7 @@ class GpuWorker:
         All at once, at the campaign's start: spares started only when the first worker was ready were still
         importing when the first faulting ACF came, a few candidates into generation 1, and the next candidate
         waited for one. In a thread: a process from the fork server is started only once the server has imported
-        its preloads (torch and Triton; seconds on a GPU host), which the caller spends importing the kernel."""
+        its preloads (torch, Triton, Helion: seconds on a GPU host), which the caller spends importing the kernel."""
         if self._proc is None and not self._spares and self._prestarting is None:
             import_spawn_modules()  # a fork meanwhile (the trial import's) must not find an import lock held
             self._prestarting = threading.Thread(target=self._spawn_spares, name="gpu-prestart", daemon=True)

@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from paretotune.campaign.load import Campaign
+from paretotune.campaign.trial_import import kernel_mentions_helion
 from paretotune.build.base import BuildPool, Evaluator, Measurer, Session
 from paretotune.measure.evaluators import GpuEvaluator, StaticEvaluator
 from paretotune.measure.gpu import LocalGpuMeasurer
 from paretotune.measure.requests import MeasureRequest
-from paretotune.build.pool import WorkerPool, worker_context
+from paretotune.build.fork_server import worker_context
+from paretotune.build.pool import WorkerPool
 from paretotune.cluster.build_pool import RayBuildPool
 from paretotune.cluster.measurer import RayGpuMeasurer, check_device, gpu_actor_count
 from paretotune.cluster.session import connect_ray, import_ray
@@ -39,7 +41,8 @@ def evaluator_for(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Seq
     measures = not {o.stage for o in objectives} <= {"static"}
     ev = campaign.spec.evaluation
     local = campaign.spec.execution.backend != "ray"
-    vetted = worker_context().Event() if local else None  # workers import the kernel once it passed its trial
+    # workers import the kernel once it passed its trial; a Helion kernel's fork server imports Helion first
+    vetted = worker_context(helion=kernel_mentions_helion(campaign)).Event() if local else None
     ctx = WorkerContext(campaign_path=str(campaign.path), campaign_text=campaign.text, ptxas_path=str(ptxas.path),
                         ptxas_version=ptxas.version, acf_dir=str(run.path / "acf"), precompile=measures,
                         compile_timeout_s=ev.compile_timeout_s, kernel_vetted=vetted)
@@ -49,7 +52,7 @@ def evaluator_for(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Seq
     request = measure_request(campaign)
     if local:
         pool = WorkerPool(job, init_worker, (ctx,), ev.workers, timeout_s, nice=COMPILE_NICE if measures else 0,
-                          kernel_vetted=vetted)
+                          kernel_vetted=vetted, gpus_hidden=True)
         measurer = LocalGpuMeasurer(request, ptxas, run, baseline) if measures else None
         return _compose(request, run, objectives, pool, measurer)
     # Ray: CPU actors build, one actor per GPU of the cluster measures

@@ -82,16 +82,11 @@ def start_workers_early(campaign: Campaign, ptxas: Ptxas, run: RunDir, objective
         return None
     if run.path.exists() and (not run.path.is_dir() or any(run.path.iterdir())):
         return None  # claiming it will say what is there; nothing of it is read before that
-    import torch
-    import triton  # noqa: F401 - the workers' fork server preloads what this process has imported (pool.py)
+    import torch  # noqa: F401 - the workers' fork server preloads what this process has imported (fork_server.py),
+    import triton  # noqa: F401 - and Helion for a Helion kernel, while this process imports it on trial
 
-    from paretotune.campaign.trial_import import kernel_mentions_helion
     from paretotune.runner import loop
 
-    if torch.version.cuda is None and kernel_mentions_helion(campaign):  # a CPU torch: the fork server preloads Helion
-        from paretotune.kernels.helion import import_helion
-
-        import_helion()  # imported here anyway by the kernel's import; only sooner
     evaluator = loop.make_evaluator(campaign, ptxas, run, objectives)
     try:
         evaluator.start()

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from paretotune.campaign.load import campaign_from_text
-from paretotune.build.pool import WorkerPool, adopt_environment, worker_context
+from paretotune.build.fork_server import worker_context
+from paretotune.build.pool import WorkerPool, adopt_environment
 from paretotune.build.static_job import WorkerContext, evaluate_static, init_worker
 from paretotune.records import Candidate
 from paretotune.toolchain.ptxas import BUILD_ENV_DEFAULTS, find_ptxas

@@ -66,7 +66,8 @@ def test_workers_start_with_the_heavy_modules_the_campaign_process_imported(tmp_
         + "from paretotune.build.pool import WorkerPool\n"
         "from test_pool_forkserver import report, note_imports, one\n"
         "if __name__ == '__main__':\n"
-        "    print('torch at worker start:', one(WorkerPool(report, note_imports, (), 1, 60.0)).extra['torch_at_start'])\n")
+        "    rec = one(WorkerPool(report, note_imports, (), 1, 60.0))\n"
+        "    print('torch at worker start:', rec.extra['torch_at_start'])\n")
     out = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert f"torch at worker start: {parent_has_torch}" in out.stdout
@@ -89,15 +90,76 @@ def test_workers_run_at_the_niceness_the_pool_asks_for() -> None:
     assert niceness(WorkerPool(report_nice, note_imports, (), 1, 60.0, nice=5)) == min(19, os.nice(0) + 5)
 
 
-def test_helion_is_preloaded_only_with_a_cpu_build_of_torch(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A fork server that imported helion leaves its children unable to initialize CUDA (measured on an H200:
-    benchmarks/results/h200_fork_cuda.json); a CPU build of torch has no CUDA to break."""
+def test_helion_is_preloaded_only_where_its_import_leaves_cuda_to_the_children(monkeypatch: pytest.MonkeyPatch
+                                                                                ) -> None:
+    """A fork server whose Helion import asked the CUDA driver leaves its children unable to initialize CUDA; with
+    torch's NVML check it asks NVML and the children can (measured on an H200:
+    benchmarks/results/import_cuda_h200/fork_cuda.json); a CPU build of torch has no CUDA to break."""
     import torch
 
-    from paretotune.build.pool import preload_modules
+    from paretotune.build import fork_server
+    from paretotune.compat import torch as compat_torch
 
-    monkeypatch.setitem(sys.modules, "helion", sys.modules.get("helion") or object())
+    monkeypatch.delitem(sys.modules, "helion", raising=False)
+    monkeypatch.setattr(fork_server, "_helion_asked", False)
+    monkeypatch.delenv(compat_torch.NVML_CHECK, raising=False)
     monkeypatch.setattr(torch.version, "cuda", None)
-    assert {"torch", "helion"} <= set(preload_modules())
+    assert "helion" not in fork_server.preload_modules()  # a Triton campaign's server does not import it
+    fork_server.worker_context(helion=True)
+    assert {"torch", "helion"} <= set(fork_server.preload_modules())
+    assert os.environ[compat_torch.NVML_CHECK] == "1"  # asking for Helion turns torch's NVML check on
     monkeypatch.setattr(torch.version, "cuda", "13.0")
-    assert "torch" in preload_modules() and "helion" not in preload_modules()
+    monkeypatch.setattr(compat_torch, "nvml_device_count", lambda: 1)
+    assert "helion" in fork_server.preload_modules()
+    monkeypatch.setattr(compat_torch, "nvml_device_count", lambda: -1)  # NVML failed: torch would ask the driver
+    assert "torch" in fork_server.preload_modules() and "helion" not in fork_server.preload_modules()
+    monkeypatch.setattr(compat_torch, "nvml_device_count", lambda: 1)
+    monkeypatch.setenv(compat_torch.NVML_CHECK, "0")  # the user's choice stands
+    fork_server.worker_context(helion=True)
+    assert os.environ[compat_torch.NVML_CHECK] == "0" and "helion" not in fork_server.preload_modules()
+
+
+HELION_PROBE = """
+import sys
+sys.path.insert(0, {here!r})
+import torch
+from paretotune.build.fork_server import worker_context
+from paretotune.build.pool import WorkerPool
+from test_pool_forkserver import one, report_modules, note_modules
+if __name__ == '__main__':
+    worker_context(helion={asked})
+    rec = one(WorkerPool(report_modules, note_modules, (), 1, 120.0))
+    print("helion at worker start:", rec.extra["helion_at_start"], "here:", "helion" in sys.modules)
+"""
+
+
+def note_modules() -> None:
+    _SEEN["helion_at_start"] = "helion" in sys.modules
+
+
+def report_modules(candidate: Candidate) -> TrialRecord:
+    return TrialRecord(candidate_id=candidate.candidate_id, generation=0, config={}, acf=None, is_baseline=False,
+                       status="ok", extra={"helion_at_start": _SEEN["helion_at_start"]})
+
+
+@pytest.mark.parametrize("asked", [True, False])
+def test_a_helion_campaigns_workers_start_with_helion_imported(tmp_path: Path, asked: bool) -> None:
+    """In a fresh interpreter that has not imported Helion itself (a GPU host's campaign process starts its
+    workers before its own Helion import): the fork server imports it only when the campaign asks."""
+    script = tmp_path / "probe.py"
+    script.write_text(HELION_PROBE.format(here=str(Path(__file__).parent), asked=asked))
+    out = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert f"helion at worker start: {asked} here: False" in out.stdout
+
+
+def report_gpus(candidate: Candidate) -> TrialRecord:
+    return TrialRecord(candidate_id=candidate.candidate_id, generation=0, config={}, acf=None, is_baseline=False,
+                       status="ok", extra={"visible": os.environ.get("CUDA_VISIBLE_DEVICES")})
+
+
+def test_a_pool_asked_to_hide_gpus_shows_its_workers_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert one(WorkerPool(report_gpus, note_imports, (), 1, 60.0, gpus_hidden=True)).extra["visible"] == ""
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "0"  # this process keeps its GPUs
+    assert one(WorkerPool(report_gpus, note_imports, (), 1, 60.0)).extra["visible"] == "0"

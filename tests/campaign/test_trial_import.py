@@ -1,7 +1,8 @@
 """The trial import (a forked child imports the kernel's code before the campaign process does) imports Helion in
-the parent while the child imports, where the code mentions it: not one import after the other, and never before
-the fork (Helion's import initializes CUDA, and a child forked after that fails on any CUDA call). Each case in a
-fresh interpreter, so nothing a test imported before can stand in."""
+the parent too, where the code mentions it: before the fork where that is fork-safe (a CPU build of torch, or
+torch's NVML check on: the child then finds it imported), else beside the child's import, not one after the other
+(Helion's import asks the CUDA driver, and a child forked after that fails on any CUDA call). Each case in a fresh
+interpreter, so nothing a test imported before can stand in."""
 from __future__ import annotations
 
 import subprocess
@@ -15,20 +16,24 @@ KERNEL = """import sys
 open({mark!r}, "w").write("preloaded" if ("hel" + "ion") in sys.modules else "not preloaded")
 {comment}
 """
+# a CUDA build of torch whose availability check asks the driver (no NVML check): as on a GPU host by default
+AS_IF_CUDA = "import os, torch; os.environ.pop('PYTORCH_NVML_BASED_CUDA_CHECK', None); torch.version.cuda = '13.0'; "
 
 
-@pytest.mark.parametrize(("comment", "parent_has_it"), [("# a Helion kernel: import helion", True),
-                                                        ("# a Triton kernel", False)], ids=["h", "t"])
-def test_the_parent_imports_it_beside_the_child_not_before(tmp_path: Path, comment: str,
-                                                           parent_has_it: bool) -> None:
+@pytest.mark.parametrize(("comment", "setup", "in_child", "parent_has_it"), [
+    ("# a Helion kernel: import helion", "", "preloaded", True),
+    ("# a Helion kernel: import helion", AS_IF_CUDA, "not preloaded", True),
+    ("# a Triton kernel", "", "not preloaded", False)], ids=["h-cpu-torch", "h-cuda-torch", "t"])
+def test_the_parent_imports_it_before_the_fork_only_where_that_is_fork_safe(
+        tmp_path: Path, comment: str, setup: str, in_child: str, parent_has_it: bool) -> None:
     """(The kernel file's path must not contain the word itself: pytest names tmp_path after the test.)"""
     mark = tmp_path / "mark.txt"
     kernel = tmp_path / "kernel.py"
     kernel.write_text(KERNEL.format(mark=str(mark), comment=comment))
-    code = (f"import sys; from paretotune.campaign.trial_import import trial_import; "
+    code = (f"import sys; {setup}from paretotune.campaign.trial_import import trial_import; "
             f"trial_import({str(kernel)!r}, True, 'x'); print('hel' + 'ion' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], check=True, timeout=300, capture_output=True, text=True)
-    assert mark.read_text() == "not preloaded"  # the child was forked before the parent imported it
+    assert mark.read_text() == in_child
     assert out.stdout.strip() == str(parent_has_it)
 
 
@@ -87,7 +92,7 @@ def test_the_import_says_which_of_its_steps_took_the_time(tmp_path: Path) -> Non
     steps: dict[str, float] = {}
     make_adapter(campaign, trial_import=True, steps=steps)
     assert set(steps) == {"trial_import", "import", "adapter", "heuristic", "space_and_checks",
-                          "trial_helion_here", "trial_child_answer", "trial_child_end"}
+                          "trial_before_fork", "trial_helion_here", "trial_child_answer", "trial_child_end"}
     assert steps["trial_import"] >= 0.8 and steps["import"] >= 0.8
     assert steps["adapter"] + steps["heuristic"] + steps["space_and_checks"] < 0.8
     # the trial's time went to the child's import (no Helion here: the file does not mention it), not its end

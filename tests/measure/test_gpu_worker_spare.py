@@ -81,8 +81,8 @@ def test_prestarted_worker_is_warm_before_its_first_job(tmp_path: Path, monkeypa
 SLOW_PRELOAD = """
 import sys, time
 sys.path.insert(0, {folder!r})
-from paretotune.build import pool
-pool.PRELOAD = (*pool.PRELOAD, "slow_preload")
+from paretotune.build import fork_server
+fork_server.PRELOAD = (*fork_server.PRELOAD, "slow_preload")
 from paretotune.campaign.load import load_campaign
 from paretotune.measure.gpu import GpuWorker
 from paretotune.runner.evaluator import measure_request
