@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call's steps: install the bundle, run GPU tests, campaigns and benchmarks, write results to $OUT.
 # Usage on the GPU machine (repository root): bash benchmarks/gpu_session.sh STEP...
-#   steps: env clock rope keys tests noise attribution ship pretuned pretuned_joint pretuned_mo shared occupancy ncu helion fusion imports ttq ttq_more compile strategies ray capture ablation
+#   steps: env clock rope keys tests noise attribution ship pretuned pretuned_joint pretuned_mo shared occupancy ncu helion fusion imports forkserver ttq ttq_more compile strategies ray capture ablation
 # Steps use the GPUs in CUDA_VISIBLE_DEVICES; two invocations with different GPUs and OUT folders can run at once.
 # Every script runs as `python3 benchmarks/NAME.py` from the repository root, paretotune found through PYTHONPATH
 # (set below): the script's folder is then first on sys.path, so `import common` works (benchmarks/README.md).
@@ -98,6 +98,11 @@ for step in "$@"; do
         --kernel .workloads/helion-pretuned-sm90/rms_norm/rms_norm.py 2>&1 | tail -30
       # can a fork server preload Helion when torch asks NVML, not the driver, whether CUDA is there?
       timeout ${FORK_TIMEOUT:-90} python3 benchmarks/check_fork_cuda.py --helion-only --out "$OUTDIR/fork_cuda.json" 2>&1 | tail -12
+      # where Helion's import spends its seconds on this host (twice: the second finds the page cache warm), and the
+      # interpreter's settings that change imports (PYTHONDONTWRITEBYTECODE: every import compiles its sources)
+      env | grep -E '^PYTHON' > "$OUTDIR/python_env.txt"
+      for i in 1 2; do timeout 60 python3 -X importtime -c "import helion" 2> "$OUTDIR/importtime_helion_$i.txt"
+        sort -t'|' -k2 -n "$OUTDIR/importtime_helion_$i.txt" | tail -4; done
       [ "${IMPORTS_CAMPAIGN:-1}" = 0 ] && continue
       (while sleep 2; do date -u +%T; nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader
        done) > "$OUTDIR/cuda_contexts.txt" 2>&1 & sampler=$!
@@ -106,6 +111,11 @@ for step in "$@"; do
       timeout 90 python3 -m paretotune.cli run /tmp/imports_run.yaml --out "$OUTDIR/runs/imports" --quiet 2>&1 | tail -5
       kill $sampler; python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['start_s'])" "$OUTDIR/runs/imports/run.json"
       awk -F, 'NF==3 {print $1}' "$OUTDIR/cuda_contexts.txt" | sort -u | wc -l | sed 's/^/processes that held a CUDA context: /' ;;
+    forkserver)  # a Helion campaign's fork server on this host: the GPU test, then a restarted pool's first build with
+      # Helion preloaded, without it, and spawned (about 90 s together)
+      log forkserver; run_tests tests/gpu/test_fork_server_gpu.py _forkserver
+      timeout ${FORKSERVER_TIMEOUT:-150} python3 benchmarks/bench_pool_start.py --repeats 3 \
+        --out "$OUTDIR/pool_start_helion.json" 2>&1 | tail -14 ;;
     ttq)  # time to quality, every tool on the same GPU (TTQ_ARGS: --kernels --budgets --strategies --max-s);
       # TTQ_OUT: a results folder that travels with the tree (a table recorded over several calls); TTQ_END: the
       # epoch second by which the ttq steps must end (--max-s from it, for ttq and ttq_more alike)
