@@ -58,16 +58,13 @@ class WorkerPool:
 
     def __init__(self, job: Callable[[Candidate], TrialRecord], initializer: Callable[..., None],
                  initargs: tuple[Any, ...], workers: int, timeout_s: float, nice: int = 0,
-                 kernel_vetted: Any = None, gpus_hidden: bool = False) -> None:
+                 kernel_vetted: Any = None) -> None:
         """``nice``: added to the workers' niceness, so that latency-critical processes (the GPU worker timing a
         candidate, a spare starting after a fault) get a busy host's CPUs before throughput work does.
         ``kernel_vetted``: the event (of :func:`worker_context`) the initializer waits on before it imports
-        user code; set by :meth:`kernel_checked` or the first :meth:`run`. ``gpus_hidden``: the workers see no
-        GPU (``CUDA_VISIBLE_DEVICES`` empty), so nothing they import can open a CUDA context: a build worker
-        compiles for the campaign's target and never runs a kernel, yet on a GPU host each held a context of
-        528 MiB (an H100, 45 s into a run: ``benchmarks/results/ttq42/``)."""
+        user code; set by :meth:`kernel_checked` or the first :meth:`run`."""
         self.job, self.initializer, self.initargs = job, initializer, initargs
-        self.kernel_vetted, self.gpus_hidden = kernel_vetted, gpus_hidden
+        self.kernel_vetted = kernel_vetted
         self.workers, self.timeout_s, self.nice = workers, timeout_s, nice
         self._executor: ProcessPoolExecutor | None = None
         self._fresh = True
@@ -116,14 +113,10 @@ class WorkerPool:
             if self._executor is None:
                 self._executor = ProcessPoolExecutor(self.workers, mp_context=worker_context(),
                                                      initializer=_start_worker,
-                                                     initargs=(self._environment(), self.nice, self.initializer,
+                                                     initargs=(dict(os.environ), self.nice, self.initializer,
                                                                *self.initargs))
                 self._fresh = True
             return self._executor
-
-    def _environment(self) -> dict[str, str]:
-        """The workers' environment: this process's now (the fork server's is older), GPUs hidden if asked."""
-        return {**os.environ, "CUDA_VISIBLE_DEVICES": ""} if self.gpus_hidden else dict(os.environ)
 
     def kill(self) -> None:
         """Kill the workers now, mid-import or mid-task; the pool starts fresh ones if used again."""

@@ -19,6 +19,7 @@ from paretotune.compat.patching import Undo, swapped, wrap_method
 from paretotune.compat.release import installed, require
 
 LOWEST, BELOW = (1, 5, 0), (1, 6)  # the tested releases: >=1.5.0,<1.6 (as pyproject.toml pins them)
+REGISTERS_PER_SM = 65536  # 32-bit registers per SM (and at most per block) on every NVIDIA GPU from sm_50 to sm_120
 
 
 def check() -> None:
@@ -48,11 +49,24 @@ def _nvidia_only() -> None:
     (``helion._compat._is_hip``, cached, asked when a kernel is defined and while it compiles) asks CUDA for the
     current device, which initializes CUDA the first time: every process that defines a Helion kernel on a GPU
     host, the campaign process and each build worker included, initialized CUDA it never uses. Answered False
-    without asking (Helion's own tests patch ``_is_hip`` the same way)."""
+    without asking (Helion's own tests patch ``_is_hip`` the same way).
+
+    Its "does this GPU take ``maxnreg``?" (``_supports_maxnreg``, cached) asks whether CUDA is available: every
+    NVIDIA target takes it, but on a machine without a GPU (a static campaign on a CPU) Helion answered no and
+    left ``maxnreg`` out of its ConfigSpec, its configs and its launch, so such a campaign never searched the knob
+    that caps registers, and built what a GPU host would build otherwise. Answered True as the target would, with
+    the register file Helion caps ``maxnreg`` by (``_regs_per_block``, which asks the current CUDA device):
+    :data:`REGISTERS_PER_SM`."""
     from helion import _compat
+    from helion.autotuner import config_spec
 
     if callable(getattr(_compat, "_is_hip", None)):
         _compat._is_hip = lambda: False  # type: ignore[attr-defined]
+    if callable(getattr(_compat, "_supports_maxnreg", None)):
+        _compat._supports_maxnreg = lambda: True  # type: ignore[attr-defined]
+    for module in (_compat, config_spec):  # config_spec imported it by name
+        if callable(getattr(module, "_regs_per_block", None)):
+            module._regs_per_block = lambda: REGISTERS_PER_SM  # type: ignore[attr-defined]
 
 
 # -- the device, as the campaign's target would answer -----------------------------------------------------------

@@ -52,7 +52,7 @@ def evaluator_for(campaign: Campaign, ptxas: Ptxas, run: RunDir, objectives: Seq
     request = measure_request(campaign)
     if local:
         pool = WorkerPool(job, init_worker, (ctx,), ev.workers, timeout_s, nice=COMPILE_NICE if measures else 0,
-                          kernel_vetted=vetted, gpus_hidden=True)
+                          kernel_vetted=vetted)
         measurer = LocalGpuMeasurer(request, ptxas, run, baseline) if measures else None
         return _compose(request, run, objectives, pool, measurer)
     # Ray: CPU actors build, one actor per GPU of the cluster measures

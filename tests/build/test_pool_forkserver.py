@@ -151,15 +151,3 @@ def test_a_helion_campaigns_workers_start_with_helion_imported(tmp_path: Path, a
     out = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert f"helion at worker start: {asked} here: False" in out.stdout
-
-
-def report_gpus(candidate: Candidate) -> TrialRecord:
-    return TrialRecord(candidate_id=candidate.candidate_id, generation=0, config={}, acf=None, is_baseline=False,
-                       status="ok", extra={"visible": os.environ.get("CUDA_VISIBLE_DEVICES")})
-
-
-def test_a_pool_asked_to_hide_gpus_shows_its_workers_none(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    assert one(WorkerPool(report_gpus, note_imports, (), 1, 60.0, gpus_hidden=True)).extra["visible"] == ""
-    assert os.environ["CUDA_VISIBLE_DEVICES"] == "0"  # this process keeps its GPUs
-    assert one(WorkerPool(report_gpus, note_imports, (), 1, 60.0)).extra["visible"] == "0"

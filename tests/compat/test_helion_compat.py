@@ -181,3 +181,23 @@ def test_helion_is_told_the_gpu_is_not_amd_without_asking_cuda(monkeypatch: pyte
         _compat._is_hip.cache_clear()
     assert _compat.is_hip() is False and asked == []
     assert "return _is_hip()" in inspect.getsource(_compat.is_hip)  # the name Helion's own callers reach it by
+
+
+def test_helion_is_told_an_nvidia_target_takes_maxnreg_without_asking_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a GPU Helion answered "no maxnreg" and dropped it from its ConfigSpec, configs and launch; it caps
+    maxnreg by the register file, which it asks the current CUDA device for. After paretotune's import both answer
+    as an NVIDIA target, asking nothing; the names are the ones Helion's callers reach them by."""
+    import torch
+    from helion import _compat
+    from helion.autotuner import config_spec
+
+    from paretotune.compat.helion import REGISTERS_PER_SM, import_helion
+
+    import_helion()
+    asked: list[str] = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: asked.append("is_available") or False)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda *a: asked.append("properties"))
+    assert _compat.supports_maxnreg() is True
+    assert config_spec._regs_per_block() == _compat._regs_per_block() == REGISTERS_PER_SM and asked == []
+    assert "return _supports_maxnreg()" in inspect.getsource(_compat.supports_maxnreg)
+    assert "_regs_per_block()" in inspect.getsource(config_spec)  # caps maxnreg by it, imported by name

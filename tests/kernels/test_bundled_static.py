@@ -21,7 +21,8 @@ def default_ptx(kernel: Bundled) -> KernelPTX:
     """The default config's PTX, compiled once per session (ACFs act only in ptxas)."""
     if kernel.name not in _PTX:
         adapter = kernel.adapter()
-        _PTX[kernel.name] = adapter.compile_ptx(adapter.default_config(kernel.shape_record()), kernel.shape_record(), SM90)
+        shape = kernel.shape_record()
+        _PTX[kernel.name] = adapter.compile_ptx(adapter.default_config(shape), shape, SM90)
     return _PTX[kernel.name]
 
 
@@ -40,7 +41,8 @@ def acf_builds(ptxas: Ptxas, sampled_acfs: list[Path]) -> dict[str, list[BuildSt
 def test_spec_is_consistent(kernel: Bundled) -> None:
     spec = kernel.spec()
     adapter = kernel.adapter()
-    validate_config(adapter.space(), adapter.default_config(kernel.shape_record()), kernel.name)  # the default lies in the space
+    # the default lies in the space
+    validate_config(adapter.space(), adapter.default_config(kernel.shape_record()), kernel.name)
     assert all(len(values) >= 1 for values in adapter.space().values())
     assert kernel.shape in spec.shapes and 0 < spec.atol < 1 and 0 < spec.rtol < 1
 
@@ -80,3 +82,19 @@ def test_ptxas_rejects_a_file_that_is_not_an_acf(ptxas: Ptxas, tmp_path: Path) -
     bogus.write_bytes(b"not a controls file")
     with pytest.raises(CandidateFailure, match="ptxas exited"):
         build(ptxas, default_ptx(BUNDLED[0]), bogus)
+
+
+def test_a_helion_kernel_built_on_a_cpu_takes_maxnreg_as_its_nvidia_target_would(ptxas: Ptxas) -> None:
+    """Helion asks CUDA whether the GPU takes ``maxnreg``; without a GPU it answered no and dropped it from its
+    ConfigSpec, the config and the launch. paretotune answers for the NVIDIA target (compat/helion.py), so a
+    static campaign on a CPU caps registers with it as a GPU host's build does."""
+    kernel = BUNDLED[1]  # helion_rms_norm
+    adapter, shape = kernel.adapter(), kernel.shape_record()
+    persistent = {**adapter.default_config(shape), "pid_type": "persistent_interleaved"}
+    free = build(ptxas, adapter.compile_ptx(persistent, shape, SM90), None)
+    cap = 32
+    capped_ptx = adapter.compile_ptx({**persistent, "maxnreg": cap}, shape, SM90)
+    assert f".maxnreg {cap}" in capped_ptx.ptx
+    capped = build(ptxas, capped_ptx, None)
+    assert capped.registers <= cap < free.registers
+    assert "maxnreg" in [key for key, _, _ in adapter.config_spec(shape).flat_key_layout()]  # Helion's own search too
