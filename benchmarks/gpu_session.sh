@@ -63,8 +63,8 @@ for step in "$@"; do
         ${PRETUNED_ARGS:-} 2>&1 | tail -40 ;;
     ship)  # issue 30: a shipped heuristic per kernel over its whole main() sweep, re-timed against the kernel's own
       log ship; timeout ${SHIP_TIMEOUT:-560} python3 benchmarks/bench_ship.py --out "$OUTDIR/ship" ${SHIP_ARGS:-} 2>&1 | tail -40 ;;
-    keys)  # issue 19: the pool's (meta) and the GPU worker's (CUDA) Helion code for each workload kernel
-      log keys; timeout ${KEYS_TIMEOUT:-120} python3 benchmarks/check_build_keys.py --out "$OUTDIR/build_keys.json" 2>&1 | tail -12 ;;
+    keys)  # the pool's (meta tensors; also with no GPU visible) and the GPU worker's (CUDA) Helion code per workload kernel
+      log keys; timeout ${KEYS_TIMEOUT:-180} python3 benchmarks/check_build_keys.py --out "$OUTDIR/build_keys.json" 2>&1 | tail -12 ;;
     pretuned_joint)  # issue 17: a second pretuned call in the same session (PRETUNED_JOINT_ARGS), e.g. joint campaigns
       log pretuned_joint; timeout ${PRETUNED_JOINT_TIMEOUT:-560} python3 benchmarks/bench_pretuned.py --out "$OUTDIR/pretuned_joint" \
         ${PRETUNED_JOINT_ARGS:-} 2>&1 | tail -40 ;;
