@@ -19,7 +19,7 @@ from paretotune.compat.patching import Undo, swapped, wrap_method
 from paretotune.compat.release import installed, require
 
 LOWEST, BELOW = (1, 5, 0), (1, 6)  # the tested releases: >=1.5.0,<1.6 (as pyproject.toml pins them)
-REGISTERS_PER_SM = 65536  # 32-bit registers per SM (and at most per block) on every NVIDIA GPU from sm_50 to sm_120
+REGISTERS_PER_SM = 65536  # 32-bit registers per SM, and at most per block, on every target of toolchain/arch.py
 
 
 def check() -> None:
