@@ -161,7 +161,7 @@ def test_the_first_round_starts_from_the_baseline_and_the_configs_toward_helions
 
     eng, inner, _ = engine(adapter)
     loop = Loop(eng, objective)
-    loop.run(120)
+    loop.run(200)  # past the first round (149 proposals, maxnreg among its knobs)
     first = inner.rounds[0]
     assert [c for c, _ in first.plan.seeds] == [base, one_stage] and all(a is None for _, a in first.plan.seeds)
     built = [i for i in first.calls[0] if i.engine_id is not None]
