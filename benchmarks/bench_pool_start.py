@@ -47,7 +47,8 @@ def one(mode: str, folder: Path) -> dict[str, float]:
         pool.worker_context = lambda: multiprocessing.get_context("spawn")
     else:
         if mode == "forkserver-without-helion":
-            fork_server.availability_check_is_fork_safe = lambda: False
+            with_helion = fork_server.preload_modules
+            fork_server.preload_modules = lambda: [m for m in with_helion() if m != fork_server.HELION_PRELOAD]
         fork_server.worker_context(helion=True)  # what a Helion campaign's evaluator asks (runner/evaluator.py)
     cfg = folder / "campaign.yaml"
     cfg.write_text(textwrap.dedent(CAMPAIGN))

@@ -39,6 +39,11 @@ def start_and_execute(campaign: Campaign, out: Path, ptxas: Ptxas, *, quiet: boo
 
     run = RunDir(out)  # a path until claimed: nothing is written before every check has passed
     t0 = time.monotonic()
+    if starts_workers_early(campaign, run):  # its imports beside this process's, from here on
+        from paretotune.build.fork_server import start_early
+        from paretotune.campaign.trial_import import kernel_mentions_helion
+
+        start_early(helion=kernel_mentions_helion(campaign))
     objectives = check_before_import(campaign)
     t1 = time.monotonic()
     evaluator = start_workers_early(campaign, ptxas, run, objectives)
@@ -78,13 +83,8 @@ def start_workers_early(campaign: Campaign, ptxas: Ptxas, run: RunDir, objective
     campaign's first record by both (docs/results.md). Local backend and an
     empty or new ``--out`` only: a Ray session is not opened, and an existing folder not read, before the
     campaign has passed its checks."""
-    if campaign.spec.execution.backend != "local":
+    if not starts_workers_early(campaign, run):
         return None
-    if run.path.exists() and (not run.path.is_dir() or any(run.path.iterdir())):
-        return None  # claiming it will say what is there; nothing of it is read before that
-    import torch  # noqa: F401 - the workers' fork server preloads what this process has imported (fork_server.py),
-    import triton  # noqa: F401 - and Helion for a Helion kernel, while this process imports it on trial
-
     from paretotune.runner import loop
 
     evaluator = loop.make_evaluator(campaign, ptxas, run, objectives)
@@ -94,6 +94,14 @@ def start_workers_early(campaign: Campaign, ptxas: Ptxas, run: RunDir, objective
         evaluator.abandon()
         raise
     return evaluator
+
+
+def starts_workers_early(campaign: Campaign, run: RunDir) -> bool:
+    """Whether :func:`start_workers_early` starts them: the local backend, and ``--out`` empty or new (claiming an
+    existing folder says what is there; nothing of it is read before that)."""
+    if campaign.spec.execution.backend != "local":
+        return False
+    return not (run.path.exists() and (not run.path.is_dir() or any(run.path.iterdir())))
 
 
 def process_age_s() -> float:

@@ -55,9 +55,11 @@ def test_worker_sees_the_environment_of_its_pool_not_of_the_fork_server(monkeypa
 
 
 @pytest.mark.parametrize("parent_has_torch", [True, False])
-def test_workers_start_with_the_heavy_modules_the_campaign_process_imported(tmp_path: Path,
-                                                                            parent_has_torch: bool) -> None:
-    """Run in a fresh interpreter: the fork server of this test process may have started with other modules."""
+def test_workers_start_with_torch_imported_whether_or_not_the_campaign_process_has_it(tmp_path: Path,
+                                                                                      parent_has_torch: bool) -> None:
+    """Run in a fresh interpreter: the fork server of this test process may have started with other modules. The
+    server imports torch and Triton whatever the campaign process has imported: a campaign starts it before its
+    own import of torch, so that the two imports overlap (runner/session.py)."""
     script = tmp_path / "probe.py"
     script.write_text(
         "import sys\n"
@@ -67,10 +69,10 @@ def test_workers_start_with_the_heavy_modules_the_campaign_process_imported(tmp_
         "from test_pool_forkserver import report, note_imports, one\n"
         "if __name__ == '__main__':\n"
         "    rec = one(WorkerPool(report, note_imports, (), 1, 60.0))\n"
-        "    print('torch at worker start:', rec.extra['torch_at_start'])\n")
+        "    print('torch at worker start:', rec.extra['torch_at_start'], 'here:', 'torch' in sys.modules)\n")
     out = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert f"torch at worker start: {parent_has_torch}" in out.stdout
+    assert f"torch at worker start: True here: {parent_has_torch}" in out.stdout
 
 
 def report_nice(candidate: Candidate) -> TrialRecord:
@@ -90,33 +92,42 @@ def test_workers_run_at_the_niceness_the_pool_asks_for() -> None:
     assert niceness(WorkerPool(report_nice, note_imports, (), 1, 60.0, nice=5)) == min(19, os.nice(0) + 5)
 
 
-def test_helion_is_preloaded_only_where_its_import_leaves_cuda_to_the_children(monkeypatch: pytest.MonkeyPatch
-                                                                                ) -> None:
-    """A fork server whose Helion import asked the CUDA driver leaves its children unable to initialize CUDA; with
-    torch's NVML check it asks NVML and the children can (measured on an H200:
-    benchmarks/results/import_cuda_h200/fork_cuda.json); a CPU build of torch has no CUDA to break."""
-    import torch
-
+def test_a_helion_campaign_asks_its_fork_server_for_helion_and_turns_the_nvml_check_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from paretotune.build import fork_server
     from paretotune.compat import torch as compat_torch
 
     monkeypatch.delitem(sys.modules, "helion", raising=False)
     monkeypatch.setattr(fork_server, "_helion_asked", False)
     monkeypatch.delenv(compat_torch.NVML_CHECK, raising=False)
-    monkeypatch.setattr(torch.version, "cuda", None)
-    assert "helion" not in fork_server.preload_modules()  # a Triton campaign's server does not import it
+    assert fork_server.HELION_PRELOAD not in fork_server.preload_modules()  # a Triton campaign's server
     fork_server.worker_context(helion=True)
-    assert {"torch", "helion"} <= set(fork_server.preload_modules())
-    assert os.environ[compat_torch.NVML_CHECK] == "1"  # asking for Helion turns torch's NVML check on
-    monkeypatch.setattr(torch.version, "cuda", "13.0")
-    monkeypatch.setattr(compat_torch, "nvml_device_count", lambda: 1)
-    assert "helion" in fork_server.preload_modules()
-    monkeypatch.setattr(compat_torch, "nvml_device_count", lambda: -1)  # NVML failed: torch would ask the driver
-    assert "torch" in fork_server.preload_modules() and "helion" not in fork_server.preload_modules()
-    monkeypatch.setattr(compat_torch, "nvml_device_count", lambda: 1)
+    assert fork_server.preload_modules()[:3] == ["torch", "triton", fork_server.HELION_PRELOAD]
+    assert os.environ[compat_torch.NVML_CHECK] == "1"
     monkeypatch.setenv(compat_torch.NVML_CHECK, "0")  # the user's choice stands
     fork_server.worker_context(helion=True)
-    assert os.environ[compat_torch.NVML_CHECK] == "0" and "helion" not in fork_server.preload_modules()
+    assert os.environ[compat_torch.NVML_CHECK] == "0"
+
+
+# torch as on a GPU host: a CUDA build, its availability check asking the driver unless NVML answers (no NVML here)
+AS_IF_CUDA = "import torch; torch.version.cuda = '13.0'; "
+
+
+@pytest.mark.parametrize(("setup", "imported"), [
+    ("", True),  # a CPU build of torch: no CUDA to break
+    (AS_IF_CUDA, False),  # the NVML check off: Helion's import would ask the driver
+    (AS_IF_CUDA + "import os; os.environ['PYTORCH_NVML_BASED_CUDA_CHECK'] = '1'; ", False),  # on, NVML fails
+], ids=["cpu-torch", "cuda-torch", "cuda-torch-nvml-failing"])
+def test_the_fork_servers_helion_import_happens_only_where_it_leaves_cuda_to_the_children(setup: str,
+                                                                                         imported: bool) -> None:
+    """A fork server whose Helion import asked the CUDA driver leaves its children unable to initialize CUDA; with
+    torch's NVML check, and NVML answering, it does not (measured on an H200:
+    benchmarks/results/import_cuda_h200/fork_cuda.json). The server decides once it has torch: a fresh interpreter
+    each, as the server is."""
+    code = (f"import os, sys, torch; os.environ.pop('PYTORCH_NVML_BASED_CUDA_CHECK', None); {setup}"
+            "import paretotune.build.helion_preload; print('helion' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=300)
+    assert out.stdout.strip() == str(imported)
 
 
 HELION_PROBE = """

@@ -27,11 +27,11 @@ def on_gpu(conn):
 MAIN = '''
 import sys
 sys.path.insert(0, {folder!r})
-import torch, triton
-from paretotune.build.fork_server import preload_modules, worker_context
+from paretotune.build.fork_server import preload_modules, start_early, worker_context
 import probes
 
 if __name__ == "__main__":
+    start_early(helion=True)  # as a campaign does, before this process imports torch
     ctx = worker_context(helion=True)
     print("preload:", preload_modules())
     parent, child = ctx.Pipe()
@@ -48,5 +48,5 @@ def test_a_helion_campaigns_fork_server_imports_helion_and_gives_cuda_to_its_chi
     script.write_text(MAIN.format(folder=str(tmp_path)))
     out = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert "'helion'" in out.stdout.split("preload:")[1].splitlines()[0]
+    assert "'paretotune.build.helion_preload'" in out.stdout.split("preload:")[1].splitlines()[0]
     assert "gpu child: (True, 1024.0, '1')" in out.stdout  # Helion preloaded, CUDA usable, the NVML check on
