@@ -55,10 +55,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
-ROOT = Path(__file__).resolve().parents[1]
 from common import gpu_name, last_error, stored_records, summarize_run, versions
 
+ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = ROOT / "benchmarks" / "programs"
 # the ten pretuned kernels ../shared/workloads materialises, which bench_pretuned.py covers with hand-written inputs
 THE_TEN = ("cross_entropy", "dynamic_per_token_scaled_fp8_quant", "layer_norm", "rms_norm",
@@ -481,7 +480,8 @@ def main() -> int:
                              "(H200, 2026-12-02: ten campaigns at once spent a 45 s wall clock on their start)")
     parser.add_argument("--max-examples", type=int, default=1000)
     parser.add_argument("--only", default="", help="Helion programs to capture, comma-separated modules "
-                        "(examples.rms_norm,...): with --skip-ran, a call for the campaigns an earlier one never started")
+                        "(examples.rms_norm,...): with --skip-ran, a call for the campaigns an earlier one never "
+                        "started")
     parser.add_argument("--captures", type=Path, default=None,
                         help="run the campaigns of an earlier call's Helion captures (its OUT: helion_examples.csv and "
                              "work/helion/), capturing nothing")

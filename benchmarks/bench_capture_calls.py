@@ -23,8 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
 from common import cpu_model, load_average
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def per_call_us(fn: Any, calls: int, repeats: int) -> float:

@@ -167,7 +167,8 @@ def main() -> int:
             print(f"{clock:10s} could not time the call: {c['error']}")
             continue
         print(f"{clock:10s} max speedup change {c['max_speedup_change_pct']:6.2f} %  heuristic idle "
-              f"{c['idle']['heuristic']['median_ms'] * 1000:.1f} us, loaded {c['loaded']['heuristic']['median_ms'] * 1000:.1f} us")
+              f"{c['idle']['heuristic']['median_ms'] * 1000:.1f} us, "
+              f"loaded {c['loaded']['heuristic']['median_ms'] * 1000:.1f} us")
     print(f"search clock: {arms.method} ({arms.method_source})")
     return 0
 

@@ -43,7 +43,6 @@ from typing import Any
 
 from common import cpu_model, load_average
 
-ROOT = Path(__file__).resolve().parents[1]
 from paretotune.campaign.user_code import import_object
 from paretotune.kernels.helion import HelionAdapter, spec_from_kernel
 from paretotune.kernels.helion_space import accepts, device_features
@@ -55,6 +54,7 @@ from paretotune.search.space import SearchSpace
 from paretotune.toolchain.acf_sources import AcfOption, finite_list
 from paretotune.toolchain.arch import TARGETS
 
+ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "helion_aot"
 WORKLOADS = ROOT / ".workloads" / "helion-pretuned-sm90"
 ACFS = finite_list([AcfOption(name=f"acf{i}", data=f"synthetic-acf-{i}".encode() * 8) for i in range(8)])
@@ -76,7 +76,8 @@ def adapters() -> dict[str, HelionAdapter]:
     }
     from paretotune.kernels.bundled.helion_rms_norm import rms_norm
 
-    out["bundled rms_norm 2048x4096 bf16"] = (rms_norm, import_object("bundled_fns.py:rms_norm_args", FIXTURES, "bench"),
+    out["bundled rms_norm 2048x4096 bf16"] = (rms_norm,
+                                              import_object("bundled_fns.py:rms_norm_args", FIXTURES, "bench"),
                                               {"M": 2048, "N": 4096, "dtype": "bfloat16"})
     for name, dims in (("rms_norm", {"M": 4096, "N": 4096, "dtype": "bfloat16"}),
                        ("softmax", {"M": 4096, "N": 16384, "dtype": "float16"})):
@@ -195,7 +196,8 @@ def main() -> None:
     result: dict[str, Any] = {
         "command": " ".join([sys.executable, *sys.argv]),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "versions": {d: version(d) for d in ("helion", "torch", "triton", "compileiq")} | {"python": platform.python_version()},
+        "versions": {d: version(d) for d in ("helion", "torch", "triton", "compileiq")}
+        | {"python": platform.python_version()},
         "machine": {"cpu": cpu_model(), "load_average_1_5_15_min": load_average()},
         "budget": args.budget, "window": args.window, "seeds": args.seeds, "acf_list": len(ACFS) - 1,
         "toward_default_seeds": not args.without_toward_default,

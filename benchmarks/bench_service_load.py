@@ -131,7 +131,10 @@ def main() -> int:
         log.close()
 
     every = np.array([x for v in latencies.values() for x in v])
-    p = lambda a, q: round(float(np.percentile(a, q)), 2)
+
+    def p(a: np.ndarray | list[float], q: int) -> float:
+        return round(float(np.percentile(a, q)), 2)
+
     result = {
         "benchmark": "service_load",
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
@@ -144,7 +147,8 @@ def main() -> int:
         "campaigns_by_status_at_end": {k: len(v) for k, v in final.items()},
         "target_rate_rps": args.rate, "requests": int(every.size), "poll_s": round(poll_s, 2),
         "achieved_rate_rps": round(every.size / poll_s, 1), "http_status": statuses,
-        "latency_ms": {"p50": p(every, 50), "p90": p(every, 90), "p99": p(every, 99), "max": round(float(every.max()), 2)},
+        "latency_ms": {"p50": p(every, 50), "p90": p(every, 90), "p99": p(every, 99),
+                       "max": round(float(every.max()), 2)},
         "latency_ms_by_endpoint": {k: {"n": len(v), "p50": p(v, 50), "p99": p(v, 99)} for k, v in latencies.items()},
         "goal": {"p99_ms_below": GOAL_P99_MS, "rate_rps_at_least": 50},
         "wall_s": round(time.monotonic() - started, 1),

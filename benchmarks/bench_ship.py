@@ -57,13 +57,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-
 from common import gpu_name, versions
 
 from paretotune.kernels.sweeps import SWEEPS
 from paretotune.kernels.workloads import TOLERANCES
 
+ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ("vector_add", "cross_entropy", "dynamic_per_token_scaled_fp8_quant", "rms_norm_per_block_quant",
            "scaled_mm")  # the five pretuned kernels whose sweep has at most 24 shapes
 CLI_STARTUP_S = 40.0  # one CLI process's imports, workers and CUDA start on the H200 host (bench_pretuned.py)

@@ -179,7 +179,8 @@ def main() -> None:
                      "triton": __import__("triton").__version__,
                      "helion": __import__("importlib.metadata").metadata.version("helion"),
                      "ptxas": subprocess.run([os.environ.get("TRITON_PTXAS_PATH", "ptxas"), "--version"],
-                                             check=False, capture_output=True, text=True).stdout.strip().splitlines()[-1]},
+                                             check=False, capture_output=True,
+                                             text=True).stdout.strip().splitlines()[-1]},
         "paretotune": ours, "helion": theirs,
         "paretotune_rate_vs_helion": rate, "paretotune_rate_vs_helion_steady": rate_steady,
         "notes": "rate = Helion seconds per config / paretotune steady seconds per candidate (> 1: paretotune "

@@ -7,7 +7,8 @@ be traced off the GPU. In one fresh process this imports torch, Triton, Helion a
 timed, and records the Python stack of the first CUDA initialization (``torch.cuda._lazy_init``) and of the first
 CUDA device query (``torch.cuda.is_available`` / ``device_count``), with the module being imported at the time.
 
-    python benchmarks/check_import_cuda.py --out import_cuda.json [--kernel .workloads/helion-pretuned-sm90/rms_norm/rms_norm.py]
+    python benchmarks/check_import_cuda.py --out import_cuda.json \\
+        [--kernel .workloads/helion-pretuned-sm90/rms_norm/rms_norm.py]
 """
 from __future__ import annotations
 

@@ -3,8 +3,9 @@ baseline's time over its own, per shape) beside validation's, and the run's cand
 
     python benchmarks/search_vs_validation.py RUN_DIR [RUN_DIR ...] --out OUT.json
 
-Reads, through ``paretotune.open_run``, ``results.jsonl`` (the records' ``ratio_to_baseline`` per shape), ``validation.json`` (its verdicts) and
-``run.json`` (the search's timing entry: clocks, drift, host load, GPU busy, hung time) of each run.
+Reads, through ``paretotune.open_run``, ``results.jsonl`` (the records' ``ratio_to_baseline`` per shape),
+``validation.json`` (its verdicts) and ``run.json`` (the search's timing entry: clocks, drift, host load, GPU busy,
+hung time) of each run.
 """
 from __future__ import annotations
 

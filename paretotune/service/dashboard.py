@@ -86,20 +86,25 @@ function plot(doc) {
   const [cx, cy] = cols;
   const pts = doc.points.filter(p => p.values[cx.column] !== null && p.values[cy.column] !== null);
   const xs = pts.map(p => p.values[cx.column]), ys = pts.map(p => p.values[cy.column]);
-  const span = v => { let lo = Math.min(...v), hi = Math.max(...v); if (!(hi > lo)) { lo -= 1; hi += 1; } return [lo, hi]; };
+  const span = v => { let lo = Math.min(...v), hi = Math.max(...v); if (!(hi > lo)) { lo -= 1; hi += 1; }
+    return [lo, hi]; };
   const [x0, x1] = pts.length ? span(xs) : [0, 1], [y0, y1] = pts.length ? span(ys) : [0, 1];
   const sx = v => m + (v - x0) / (x1 - x0) * (W - 2 * m), sy = v => H - m - (v - y0) / (y1 - y0) * (H - 2 * m);
   const order = p => (p.front ? 2 : 0) + (p.is_baseline ? 1 : 0);
   const dots = pts.slice().sort((a, b) => order(a) - order(b)).map(p =>
     `<circle class="pt${p.front ? " front" : ""}${p.is_baseline ? " base" : ""}" r="${p.front ? 5 : 3.5}" ` +
     `cx="${sx(p.values[cx.column]).toFixed(1)}" cy="${sy(p.values[cy.column]).toFixed(1)}">` +
-    `<title>#${p.candidate_id}: ${esc(cx.column)}=${p.values[cx.column]}, ${esc(cy.column)}=${p.values[cy.column]}</title></circle>`);
+    `<title>#${p.candidate_id}: ${esc(cx.column)}=${p.values[cx.column]}, ` +
+    `${esc(cy.column)}=${p.values[cy.column]}</title></circle>`);
   svg.innerHTML = `<line x1="${m}" y1="${H - m}" x2="${W - m}" y2="${H - m}" stroke="#444"/>` +
     `<line x1="${m}" y1="${m}" x2="${m}" y2="${H - m}" stroke="#444"/>` +
     `<text x="${W / 2}" y="${H - 12}" text-anchor="middle">${esc(cx.column)} (${cx.direction})</text>` +
-    `<text transform="translate(14 ${H / 2}) rotate(-90)" text-anchor="middle">${esc(cy.column)} (${cy.direction})</text>` +
-    `<text x="${m}" y="${H - m + 14}">${x0.toPrecision(4)}</text><text x="${W - m}" y="${H - m + 14}" text-anchor="end">${x1.toPrecision(4)}</text>` +
-    `<text x="${m - 4}" y="${H - m}" text-anchor="end">${y0.toPrecision(4)}</text><text x="${m - 4}" y="${m + 4}" text-anchor="end">${y1.toPrecision(4)}</text>` +
+    `<text transform="translate(14 ${H / 2}) rotate(-90)" text-anchor="middle">` +
+    `${esc(cy.column)} (${cy.direction})</text>` +
+    `<text x="${m}" y="${H - m + 14}">${x0.toPrecision(4)}</text>` +
+    `<text x="${W - m}" y="${H - m + 14}" text-anchor="end">${x1.toPrecision(4)}</text>` +
+    `<text x="${m - 4}" y="${H - m}" text-anchor="end">${y0.toPrecision(4)}</text>` +
+    `<text x="${m - 4}" y="${m + 4}" text-anchor="end">${y1.toPrecision(4)}</text>` +
     dots.join("");
   svg.dataset.points = String(pts.length);
 }

@@ -106,7 +106,8 @@ def test_the_readme_table_has_each_tools_score_by_budget_and_the_picks_shares(tt
                                                                               tmp_path: Path) -> None:
     """ttq.md: what each tool's user ships by each budget (a regression below 1.0, a budget the tool was not run
     for '-'), paretotune's last pick as config share x ACF share with its fraction of the copy, and the failure."""
-    ours = arm("paretotune-default", {"60": 0.0170, "120": 0.0168}, {"60": 1.11, "120": 1.13}, {"60": 0.97, "120": 0.99})
+    ours = arm("paretotune-default", {"60": 0.0170, "120": 0.0168}, {"60": 1.11, "120": 1.13},
+               {"60": 0.97, "120": 0.99})
     ours["best_by"]["120"].update(twin={"speedup": 1.10}, acf_share=1.027)
     theirs = {**arm("helion-autotune-full", {"60": 0.0190}, {"60": 0.86}, {"60": 0.89}),
               "error": "hung: killed by the watchdog"}

@@ -33,7 +33,8 @@ def test_acf_only_never_changes_the_config(tmp_path: Path, capsys) -> None:
     out = tmp_path / "run"
     assert cli(["run", str(cfg), "--out", str(out), "--quiet"]) == 0
     printed = capsys.readouterr().out
-    assert "baseline narrow: AOT heuristic _helion_aot_scale_rows_cuda_sm90.py (sm_90)" in printed and "strategy acf-only" in printed
+    assert "baseline narrow: AOT heuristic _helion_aot_scale_rows_cuda_sm90.py (sm_90)" in printed \
+        and "strategy acf-only" in printed
     df = pd.read_json(out / "results.jsonl", lines=True)
     assert len(df) == 1 + 2 * 11 and (df["status"] == "ok").mean() >= 0.8
     # per-shape baselines differ, so every candidate's config is the marker for "each shape's own baseline"

@@ -29,8 +29,9 @@ TABLE: dict[str, str] = {
     "kernel_unknown_attribute": r"kernel\.source: module '.*softmax' has no attribute 'triton_sofmax'",
     "kernel_file_missing": r"kernel\.source: kernel file not found: .*no_such_file\.py",
     "kernel_file_broken": r"kernel\.source: cannot import .*broken_kernel\.py \(SyntaxError",
-    "kernel_not_a_kernel_spec": (r"kernel\.source: 'softmax_kernel' is a bare Triton kernel: paretotune also needs its inputs and "
-                                 r"grid; add `softmax_kernel_spec = paretotune\.TritonKernel\(softmax_kernel, inputs="),
+    "kernel_not_a_kernel_spec": (r"kernel\.source: 'softmax_kernel' is a bare Triton kernel: paretotune also needs "
+                                 r"its inputs and grid; add `softmax_kernel_spec = "
+                                 r"paretotune\.TritonKernel\(softmax_kernel, inputs="),
     "shapes_missing": r"shapes: required field is missing",
     "shapes_empty": r"shapes: List should have at least 1 item",
     "shapes_not_a_list": r"shapes: Input should be a valid list",

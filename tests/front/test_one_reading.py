@@ -91,7 +91,8 @@ def test_the_same_candidate_reads_the_same_gain_in_every_view(two_shape_run: Pat
         assert float(exported.loc[cid, f"gain:{col}"]) == pytest.approx(want)
         served = RunView().front(run)
         assert served is not None
-        assert next(r for r in served["front"] if r["candidate_id"] == cid)["values"][col]["gain"] == pytest.approx(want)
+        assert next(r for r in served["front"]
+                    if r["candidate_id"] == cid)["values"][col]["gain"] == pytest.approx(want)
         api = paretotune.open_run(run).front().set_index("candidate_id")
         assert float(api.loc[cid, f"gain:{col}"]) == pytest.approx(want)
 

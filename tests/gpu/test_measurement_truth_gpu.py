@@ -92,7 +92,8 @@ def test_search_arms_share_cuda_buffers() -> None:
                          baselines, spec, timer=adapter.timer(2, 5))
         assert result["s"]["runtime_ms"] > 0 and result["s"]["timing"] in ("cudagraph", "cupti")  # a GPU clock
     timed = [launch for launch in adapter.launches if launch["timed"]]
-    assert {launch["config"]["num_warps"] for launch in timed} == {adapter.default_config(shapes[0])["num_warps"], 8, 16}
+    assert {launch["config"]["num_warps"] for launch in timed} == {adapter.default_config(shapes[0])["num_warps"],
+                                                                    8, 16}
     assert len({launch["ptrs"] for launch in timed}) == 1
 
 

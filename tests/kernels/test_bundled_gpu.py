@@ -81,7 +81,8 @@ def test_prepare_runs_and_matches_the_static_build(kernel: Bundled, with_acf: bo
     compiled = _launched(_jit_function(kernel, adapter, acf), acf)
     assert compiled.name == prepared.kernel_name
     static = adapter.compile_ptx(config, shape, TARGETS["sm_90"])
-    assert ptx_code(compiled.asm["ptx"]) == ptx_code(static.ptx), "the GPU build's PTX differs from the CPU (meta) compile"
+    assert ptx_code(compiled.asm["ptx"]) == ptx_code(static.ptx), \
+        "the GPU build's PTX differs from the CPU (meta) compile"
     stats = build_ptx(ptxas, static.ptx, TARGETS["sm_90"], acf, kernel_name=static.kernel_name,
                       num_warps=static.num_warps, dynamic_shared=static.dynamic_shared)
     assert compiled.n_regs == stats.registers
@@ -94,7 +95,8 @@ def test_helion_meta_codegen_equals_cuda_codegen(kernel: Bundled) -> None:
     adapter = kernel.adapter()
     spec, shape = kernel.spec(), kernel.shape_record()
     args = tuple(spec.args(spec.inputs(shape.params, DEVICE, 0), shape.params))
-    for config in (adapter.default_config(shape), {**adapter.default_config(shape), "pid_type": "persistent_interleaved",
+    for config in (adapter.default_config(shape), {**adapter.default_config(shape),
+                                              "pid_type": "persistent_interleaved",
                                               "block_sizes": [2], "reduction_loops": [512]}):
         on_gpu = adapter.kernel.bind(args).to_triton_code(adapter.helion_config(config))
         assert adapter.triton_source(config, shape) == on_gpu, f"meta and cuda codegen differ for {config}"

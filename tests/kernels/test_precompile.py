@@ -29,7 +29,8 @@ def test_precompile_caches_the_acf_build(kernel: Bundled, sampled_acfs: list[Pat
     adapter = kernel.adapter()
     acf = sampled_acfs[0]
     kernel_name = adapter.kernel_name if hasattr(adapter, "kernel_name") else adapter.spec.fn.__name__
-    kptx = adapter.precompile(adapter.default_config(kernel.shape_record()), kernel.shape_record(), acf, TARGETS["sm_90"])
+    kptx = adapter.precompile(adapter.default_config(kernel.shape_record()), kernel.shape_record(), acf,
+                              TARGETS["sm_90"])
     entries = cache_entries(tmp_path / "cache", kernel_name)
     assert len(entries) == 1, entries
     applied = entries[0]["ptx_options"].split()

@@ -42,7 +42,8 @@ def cli(*args: str, env: dict[str, str] | None = None, **kw: object) -> list[str
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cli(*args), env=env or cli_env(), cwd=ROOT, capture_output=True, text=True, check=False, timeout=timeout)
+    return subprocess.run(cli(*args), env=env or cli_env(), cwd=ROOT, capture_output=True, text=True, check=False,
+                          timeout=timeout)
 
 
 @pytest.fixture(scope="session")

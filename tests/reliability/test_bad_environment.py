@@ -133,8 +133,8 @@ def test_debug_shows_the_traceback(argv: list[str], capsys: pytest.CaptureFixtur
 
 def test_one_line_in_a_real_process(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "paretotune.cli", "run", str(BAD / "search_engine_unknown.yaml"),
-                           "--out", str(tmp_path / "run")], env=cli_env(), cwd=ROOT, capture_output=True, text=True, check=False,
-                          timeout=120)
+                           "--out", str(tmp_path / "run")], env=cli_env(), cwd=ROOT, capture_output=True, text=True,
+                          check=False, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "search.engine: unknown engine 'compileqi'" in proc.stderr

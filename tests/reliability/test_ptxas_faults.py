@@ -84,8 +84,8 @@ def _check_against_real_ptxas(out: Path, records: list, real_ptxas: Path) -> Non
     ok = [r for r in records if r.status == "ok" and r.acf is not None][:1] + [r for r in records if r.is_baseline]
     for rec in ok:
         proc = subprocess.run([sys.executable, "-c", REBUILD, str(out), json.dumps(rec.config), rec.acf or ""],
-                              env=cli_env(PARETOTUNE_PTXAS=str(real_ptxas)), capture_output=True, text=True, check=False,
-                              timeout=300)
+                              env=cli_env(PARETOTUNE_PTXAS=str(real_ptxas)), capture_output=True, text=True,
+                              check=False, timeout=300)
         assert proc.returncode == 0, proc.stderr[-2000:]
         stored = rec.extra[RunDir(out).objective_columns()[0].shape]
         assert json.loads(proc.stdout) == [stored["registers"], stored["spill_stores"], stored["spill_loads"]], \

@@ -68,7 +68,8 @@ def test_crashed_and_resumed_helion_run_equals_the_uninterrupted_one(tmp_path: P
     resume(out, ptxas)
 
     meta = RunDir(out).meta()
-    assert "Helion's LFBOTreeSearch" in " ".join(meta["kernel"]["notes"])  # engine auto chose Helion's search (and says so)
+    # engine auto chose Helion's search (and says so)
+    assert "Helion's LFBOTreeSearch" in " ".join(meta["kernel"]["notes"])
     assert table(tmp_path / "a" / "run") == table(out)
     assert check_helion_ledger(out, RunDir(out).records()) >= BUDGET  # what it was told is what was stored
     assert check_front(tmp_path / "a" / "run") == check_front(out)

@@ -146,9 +146,11 @@ def test_token_is_required_on_every_api_endpoint(tmp_path: Path) -> None:
     app = create_app(ServiceConfig(workdir=tmp_path / "w", host="0.0.0.0", token=TOKEN, allowed_hosts=("gpu-box",)))
     with TestClient(app, base_url="http://gpu-box:8765") as c:
         for method, path in (("GET", "/campaigns"), ("GET", "/openapi.json"), ("POST", "/campaigns"),
-                             ("GET", "/campaigns/000001-abcdef12/front"), ("POST", "/campaigns/000001-abcdef12/cancel")):
+                             ("GET", "/campaigns/000001-abcdef12/front"),
+                             ("POST", "/campaigns/000001-abcdef12/cancel")):
             assert c.request(method, path).status_code == 401, path
-            assert c.request(method, path, headers={"authorization": "Bearer wrong-token-0123456789"}).status_code == 401
+            assert c.request(method, path,
+                             headers={"authorization": "Bearer wrong-token-0123456789"}).status_code == 401
             assert c.request(method, path, headers={"authorization": TOKEN}).status_code == 401
         ok = {"authorization": f"Bearer {TOKEN}"}
         assert c.get("/campaigns", headers=ok).status_code == 200

@@ -115,8 +115,8 @@ def test_dashboard_draws_the_plot_in_headless_chromium(module_server: Server, tm
     assert done, "needs the finished campaign of test_submit_poll_front_artifact_cancel"
     env = dict(os.environ, HOME=str(tmp_path))
     dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=8000",
-                          "--dump-dom", f"{module_server.url}/#campaign={done[0]['id']}"], capture_output=True, text=True, timeout=90,
-                         env=env, check=False).stdout
+                          "--dump-dom", f"{module_server.url}/#campaign={done[0]['id']}"], capture_output=True,
+                         text=True, timeout=90, env=env, check=False).stdout
     assert 'id="pareto-plot"' in dom, dom[:2000]
     svg = dom[dom.index('id="pareto-plot"'):]
     svg = svg[:svg.index("</svg>")]

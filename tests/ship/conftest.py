@@ -50,7 +50,8 @@ def static_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
                            str(base / "run"), "--quiet"], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=900, check=False)
     if proc.returncode != 0:
-        pytest.fail(f"the static campaign failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+        pytest.fail(f"the static campaign failed (exit {proc.returncode}):\n"
+                    f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
     return base / "run"
 
 

@@ -26,9 +26,11 @@ def triton_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def measure(faster: dict[int, float]) -> Any:
     def fake(run: RunDir, arms: list[dict[str, Any]], rounds: int, warmup_ms: float, rep_ms: float) -> dict:
         rng = np.random.default_rng(1)
-        samples = {"baseline": list(rng.normal(0.2, 0.0002, rounds)), str(CONTROL_ID): list(rng.normal(0.2, 0.0002, rounds))}
+        samples = {"baseline": list(rng.normal(0.2, 0.0002, rounds)),
+                   str(CONTROL_ID): list(rng.normal(0.2, 0.0002, rounds))}
         for arm in arms:
-            samples[str(arm["candidate_id"])] = list(rng.normal(0.2 * faster.get(arm["candidate_id"], 1.0), 0.0002, rounds))
+            samples[str(arm["candidate_id"])] = list(rng.normal(0.2 * faster.get(arm["candidate_id"], 1.0), 0.0002,
+                                                                rounds))
         return {"wide": {"samples": samples, "errors": {}}}
     return fake
 
