@@ -95,9 +95,16 @@ def _preload(helion: bool) -> bool:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001, S110 - absent or broken: the trial import reports it for the kernel
             pass
+    return helion and preload_helion_where_fork_safe()
+
+
+def preload_helion_where_fork_safe() -> bool:
+    """:func:`preload_helion` where its import leaves this process's later forks able to use CUDA
+    (:func:`~paretotune.compat.torch.availability_check_is_fork_safe`: a CPU build of torch, or torch's NVML check
+    on and NVML answering); whether it did. The trial import's parent and the workers' fork server ask it."""
     from paretotune.compat.torch import availability_check_is_fork_safe
 
-    if not (helion and availability_check_is_fork_safe()):
+    if not availability_check_is_fork_safe():
         return False
     preload_helion()
     return True

@@ -7,6 +7,8 @@ Checked against torch 2.11 (the GPU machine) and 2.13 (CPU): neither has a publi
 """
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -75,9 +77,6 @@ def availability_check_is_fork_safe() -> bool:
     of torch (nothing to ask), or with torch's NVML check on (``PYTORCH_NVML_BASED_CUDA_CHECK=1``) and NVML
     counting the devices; otherwise it asks the CUDA driver, and every process forked after that fails on its
     first CUDA call. False where torch is not imported."""
-    import os
-    import sys
-
     torch = sys.modules.get("torch")
     if torch is None:
         return False
