@@ -20,6 +20,7 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -93,28 +94,32 @@ def main() -> None:
         worker_context(helion=True)
         preload = {"torch_cuda_build": torch.version.cuda, "modules": preload_modules()}
     runs: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
-    for _ in range(args.repeats):
+    for done in range(1, args.repeats + 1):
         for mode, results in runs.items():
             proc = subprocess.run([sys.executable, __file__, "--child", mode], check=True, capture_output=True,
                                   text=True, env={**os.environ, "TRITON_CACHE_DIR": tempfile.mkdtemp()})
             results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-    result = {"command": " ".join(["python", "benchmarks/bench_pool_start.py", *sys.argv[1:]]),
-              "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-              "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], check=False, capture_output=True,
-                                       text=True, cwd=ROOT).stdout.strip(),
-              "runs": runs,
-              "median_s": {m: {k: round(statistics.median(r[k] for r in rs), 2) for k in rs[0]}
-                           for m, rs in runs.items()},
-              "notes": "each run a fresh process and an empty Triton cache; the time includes the worker's warm-up "
-                       "compile and the candidate's own build. forkserver: the server preloads torch, Triton and "
-                       "Helion where that is fork-safe (a CPU build of torch, or torch's NVML check on); "
-                       "forkserver-without-helion: torch and Triton only", "preload": preload}
-    text = json.dumps(result, indent=1)
-    if args.out:
-        args.out.write_text(text)
+        text = json.dumps(report(runs, preload, done, args.repeats), indent=1)
+        if args.out:  # after every repeat: a step cut by its timeout keeps the repeats it finished
+            args.out.write_text(text)
     print(text)
 
+
+def report(runs: dict[str, list[dict[str, float]]], preload: dict[str, Any], done: int, asked: int) -> dict[str, Any]:
+    """The record so far: every run, the medians, and how many of the asked repeats it holds."""
+    return {"command": " ".join(["python", "benchmarks/bench_pool_start.py", *sys.argv[1:]]),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+            "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], check=False, capture_output=True,
+                                     text=True, cwd=ROOT).stdout.strip(),
+            "repeats_done": done, "repeats_asked": asked,
+            "runs": runs,
+            "median_s": {m: {k: round(statistics.median(r[k] for r in rs), 2) for k in rs[0]}
+                         for m, rs in runs.items()},
+            "notes": "each run a fresh process and an empty Triton cache; the time includes the worker's warm-up "
+                     "compile and the candidate's own build. forkserver: the server preloads torch, Triton and "
+                     "Helion where that is fork-safe (a CPU build of torch, or torch's NVML check on); "
+                     "forkserver-without-helion: torch and Triton only", "preload": preload}
 
 if __name__ == "__main__":
     main()
