@@ -94,8 +94,9 @@ for step in "$@"; do
     imports)  # where a Helion campaign's imports go and which initializes CUDA; which processes of a short runtime
       # campaign hold a CUDA context, sampled every 2 s (nvidia-smi), while it starts and searches
       # (IMPORTS_CAMPAIGN=0: the import trace alone, without the 40 s campaign)
+      # then a build worker's path on that kernel, traced apart (--build: which call opens the workers' CUDA contexts)
       log imports; timeout ${IMPORTS_TIMEOUT:-60} python3 benchmarks/check_import_cuda.py --out "$OUTDIR/import_cuda.json" \
-        --kernel .workloads/helion-pretuned-sm90/rms_norm/rms_norm.py 2>&1 | tail -30
+        --kernel .workloads/helion-pretuned-sm90/rms_norm/rms_norm.py --build 2>&1 | tail -30
       # can a fork server preload Helion when torch asks NVML, not the driver, whether CUDA is there?
       timeout ${FORK_TIMEOUT:-90} python3 benchmarks/check_fork_cuda.py --helion-only --out "$OUTDIR/fork_cuda.json" 2>&1 | tail -12
       # where Helion's import spends its seconds on this host (twice: the second finds the page cache warm), and the
