@@ -108,15 +108,17 @@ def main() -> int:
 
 
 def build_as_worker(kernel: Path, folder: Path) -> None:
-    """What a build worker does for a campaign of this workload kernel: paretotune's adapter (which patches Helion
-    as the workers have it), then Triton's compile of the heuristic's config for the campaign's target, through
+    """What a build worker does for a campaign of this workload kernel: Helion imported as the workers import it
+    (patched), paretotune's adapter, then Triton's compile of the heuristic's config for the campaign's target, through
     the ptxas paretotune found. No launch, no tensor on the GPU."""
     from paretotune.campaign.load import campaign_from_text
     from paretotune.campaign.resolve import make_adapter
+    from paretotune.campaign.trial_import import preload_helion
     from paretotune.kernels.workloads import WORKLOAD_SHAPES
     from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 
     export_for_triton(find_ptxas())
+    preload_helion()  # as a worker has it before the kernel file: Helion through paretotune's door, patched
     name = kernel.parent.name
     shape = "{" + ", ".join(f"{k}: {v}" for k, v in WORKLOAD_SHAPES[name][0].items()) + "}"
     text = (f"name: build-{name}\nkernel:\n  source: {kernel.resolve()}:{name}\n"
