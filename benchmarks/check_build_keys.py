@@ -23,21 +23,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from common import workload_campaign
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def campaigns(workloads: Path, folder: Path) -> dict[str, Any]:
     """Each workload kernel's campaign (first shape, runtime), by name."""
-    from paretotune.campaign.load import campaign_from_text
     from paretotune.kernels.workloads import WORKLOAD_SHAPES
 
-    out = {}
-    for name, shapes in WORKLOAD_SHAPES.items():
-        shape = "{" + ", ".join(f"{k}: {v}" for k, v in shapes[0].items()) + "}"
-        text = (f"name: keys-{name}\nkernel:\n  source: {workloads / name / (name + '.py')}:{name}\n"
-                f"  inputs: paretotune.kernels.workloads:{name}\nshapes: [{shape}]\nobjectives: [runtime]\n")
-        out[name] = campaign_from_text(text, folder / f"keys-{name}.yaml")
-    return out
+    return {name: workload_campaign(workloads / name / f"{name}.py", name, folder) for name in WORKLOAD_SHAPES}
 
 
 def variants(adapter: Any, shape: Any) -> dict[str, dict[str, Any]]:

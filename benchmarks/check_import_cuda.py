@@ -26,7 +26,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from common import versions
+from common import versions, workload_campaign
 
 STACK_FRAMES = 25
 
@@ -111,19 +111,13 @@ def build_as_worker(kernel: Path, folder: Path) -> None:
     """What a build worker does for a campaign of this workload kernel: Helion imported as the workers import it
     (patched), paretotune's adapter, then Triton's compile of the heuristic's config for the campaign's target, through
     the ptxas paretotune found. No launch, no tensor on the GPU."""
-    from paretotune.campaign.load import campaign_from_text
     from paretotune.campaign.resolve import make_adapter
     from paretotune.campaign.trial_import import preload_helion
-    from paretotune.kernels.workloads import WORKLOAD_SHAPES
     from paretotune.toolchain.ptxas import export_for_triton, find_ptxas
 
     export_for_triton(find_ptxas())
     preload_helion()  # as a worker has it before the kernel file: Helion through paretotune's door, patched
-    name = kernel.parent.name
-    shape = "{" + ", ".join(f"{k}: {v}" for k, v in WORKLOAD_SHAPES[name][0].items()) + "}"
-    text = (f"name: build-{name}\nkernel:\n  source: {kernel.resolve()}:{name}\n"
-            f"  inputs: paretotune.kernels.workloads:{name}\nshapes: [{shape}]\nobjectives: [registers]\n")
-    campaign = campaign_from_text(text, folder / f"build-{name}.yaml")
+    campaign = workload_campaign(kernel.resolve(), kernel.parent.name, folder)
     adapter = make_adapter(campaign)
     first = campaign.shapes[0]
     adapter.precompile(adapter.default_config(first), first, None, campaign.target)

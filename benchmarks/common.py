@@ -33,6 +33,19 @@ WRONG = re.compile(r"wrong answer|wrong shape|NaN in output|no output", re.I)
 FAULT = re.compile(r"fault|illegal|CUDA error|worker died|crash|signal|core dumped|misaligned", re.I)
 
 
+# -- a workload kernel as a campaign ---------------------------------------------------------------------------
+def workload_campaign(kernel_file: Path, name: str, folder: Path) -> Any:
+    """The campaign of a pretuned workload kernel (``.workloads/``) on its first shape, runtime only, loaded (not
+    run): what the checks that only resolve and build a kernel need."""
+    from paretotune.campaign.load import campaign_from_text
+    from paretotune.kernels.workloads import WORKLOAD_SHAPES
+
+    shape = "{" + ", ".join(f"{k}: {v}" for k, v in WORKLOAD_SHAPES[name][0].items()) + "}"
+    text = (f"name: keys-{name}\nkernel:\n  source: {kernel_file}:{name}\n"
+            f"  inputs: paretotune.kernels.workloads:{name}\nshapes: [{shape}]\nobjectives: [runtime]\n")
+    return campaign_from_text(text, folder / f"keys-{name}.yaml")
+
+
 # -- the machine and the versions a figure was taken with ----------------------------------------------------
 def trees_of(specs: list[str]) -> dict[str, Path]:
     """``LABEL=PATH`` arguments (paretotune source trees compared by a benchmark) as label -> resolved path."""
