@@ -11,6 +11,7 @@ child uses this too.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import os
@@ -50,7 +51,9 @@ def load_file(path: Path, module: str | None = None, *, private: str = "paretotu
         loaded = importlib.import_module(name)
         if _is_file(loaded, path):
             return loaded
-    return _load_private(path, f"{private}_{path.stem}_{abs(hash(str(path)))}")
+    # named by a digest of the path, the same in every process (``hash`` of a str is not): Helion's generated code
+    # imports the module by name, and the build workers' and the GPU worker's code must be the same
+    return _load_private(path, f"{private}_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:16]}")
 
 
 def _found_in(top: str, root: Path) -> bool:

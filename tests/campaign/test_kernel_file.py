@@ -12,7 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _resolve(source: str, tmp_path: Path, then: str = "") -> subprocess.CompletedProcess[str]:
+def _resolve(source: str, tmp_path: Path, then: str = "",
+             hash_seed: str = "random") -> subprocess.CompletedProcess[str]:
     code = textwrap.dedent(f'''\
         from pathlib import Path
         from paretotune.campaign.user_code import import_object
@@ -21,7 +22,7 @@ def _resolve(source: str, tmp_path: Path, then: str = "") -> subprocess.Complete
         {then}
         ''')
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT.parent, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": hash_seed})
 
 
 def test_a_file_in_a_package_is_imported_as_part_of_it(tmp_path: Path) -> None:
@@ -43,3 +44,16 @@ def test_a_plain_file_sees_the_modules_beside_it_but_shadows_nothing(tmp_path: P
     assert done.returncode == 0, done.stderr
     lines = done.stdout.split("\n")
     assert lines[0].split()[1] == "3" and not lines[1].startswith(str(tmp_path)), done.stdout
+
+
+def test_a_plain_file_gets_the_same_module_name_in_every_process(tmp_path: Path) -> None:
+    """Helion's generated code imports a kernel's module by name where the kernel calls a function beside it, so
+    the build workers and the GPU worker must name it alike, or their Triton sources differ (str hashes differ
+    between processes: two hash seeds stand for two processes)."""
+    (tmp_path / "plain.py").write_text("def kernel():\n    return 1\n")
+    names = []
+    for seed in ("1", "2"):
+        done = _resolve("plain.py:kernel", tmp_path, hash_seed=seed)
+        assert done.returncode == 0, done.stderr
+        names.append(done.stdout.split()[0])
+    assert names[0].startswith("paretotune_user_plain_") and names[0] == names[1], names
