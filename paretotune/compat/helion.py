@@ -83,12 +83,21 @@ def tensor_descriptors(available: bool) -> Iterator[None]:
 
 @contextlib.contextmanager
 def num_sms(count: int) -> Iterator[None]:
-    """``helion.runtime.get_num_sm`` (which needs a GPU; generated host code looks it up at call time) answers
-    ``count`` inside the block."""
+    """Helion's two SM counts answer ``count`` inside the block: ``helion.runtime.get_num_sm`` (which needs a GPU;
+    generated host code looks it up at call time) and ``_compat.num_compute_units``, which answers 128 without a
+    GPU. The config spec floors its grid block sizes by the latter when a kernel is bound
+    (``ConfigSpec.raise_grid_block_minimums``): a CPU campaign for sm_90 (132 SMs) searched a space with other
+    floors than a GPU host's, e.g. block sizes from 16 rather than 8 over 131,072 rows."""
     import_helion()
-    from helion import runtime
+    from helion import _compat, runtime
+    from helion.autotuner import config_spec
 
-    with swapped(runtime, "get_num_sm", lambda *args, **kwargs: count):
+    answer = lambda *args, **kwargs: count  # noqa: E731 - one stand-in for every signature
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(swapped(runtime, "get_num_sm", answer))
+        for module in (_compat, config_spec):  # config_spec imported it by name
+            if callable(getattr(module, "num_compute_units", None)):
+                stack.enter_context(swapped(module, "num_compute_units", answer))
         yield
 
 

@@ -43,9 +43,15 @@ def test_the_sm_count_is_answered_as_told() -> None:
     from helion import runtime
 
     assert "reserved_sms" in inspect.signature(runtime.get_num_sm).parameters
+    from helion import _compat
+    from helion.autotuner import config_spec
+
+    assert "num_compute_units" in vars(config_spec)  # imported by name: swapped there too
     with compat_helion.num_sms(77):
         assert runtime.get_num_sm(torch.device("cpu")) == 77
+        assert _compat.num_compute_units() == 77 and config_spec.num_compute_units() == 77
     assert runtime.get_num_sm.__module__.startswith("helion")
+    assert config_spec.num_compute_units is _compat.num_compute_units
 
 
 def test_the_tma_decision_exists_and_is_swapped_for_the_block() -> None:

@@ -246,3 +246,19 @@ def test_campaign_narrows_helion_knobs_with_list_values(tmp_path: Path) -> None:
     space = make_adapter(load_campaign(path)).space()
     assert space["block_sizes"] == [[2]] and space["reduction_loops"] == [[None], [512]]
     assert space["num_warps"] == [8] and space["num_stages"] == [1, 2, 3]  # a knob not named keeps its values
+
+
+@pytest.mark.parametrize(("target", "floor"), [("sm_90", 8), ("sm_80", 16)])
+def test_the_block_size_floor_is_the_targets_on_a_cpu(target: str, floor: int) -> None:
+    """Helion floors a grid's block size by the SM count (at most SMs x 64 blocks per axis): over 131,072 rows
+    sm_90's 132 SMs give 131072 // 8448 = 15, so 8; sm_80's 108 give 18, so 16. Without a GPU Helion counts 128
+    SMs (16 for both), so a CPU campaign searched another space than a GPU host would."""
+    from paretotune.campaign.user_code import import_object
+
+    kernel = import_object("scale_rows.py:scale_rows", FIXTURES, "test")
+    factory = import_object("scale_rows.py:inputs", FIXTURES, "test")
+    adapter = HelionAdapter("scale_rows", spec_from_kernel(kernel, factory))
+    rows = Shape(label="rows", params={"M": 131072, "N": 64})
+    adapter.use_campaign((rows,), TARGETS[target], False)
+    assert adapter.config_spec(rows).block_sizes[0].autotuner_min == floor
+    assert min(b[0] for b in adapter.space()["block_sizes"] if b[0] >= floor) == floor
