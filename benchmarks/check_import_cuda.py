@@ -38,13 +38,12 @@ def watch(torch: Any, seen: dict[str, Any], during: dict[str, Any]) -> None:
         real = getattr(owner, name)
 
         def first(*args: Any, **kwargs: Any) -> Any:
-            build = during.get("build")
-            if build is not None and name not in build:
-                build[name] = {"at_s": round(time.perf_counter() - STARTED, 3),
-                               "stack": traceback.format_stack(limit=STACK_FRAMES)[:-1]}
-            if name not in seen:
-                seen[name] = {"at_s": round(time.perf_counter() - STARTED, 3),
-                              "stack": traceback.format_stack(limit=STACK_FRAMES)[:-1]}
+            records = [r for r in (seen, during.get("build")) if r is not None and name not in r]
+            if records:
+                call = {"at_s": round(time.perf_counter() - STARTED, 3),
+                        "stack": traceback.format_stack(limit=STACK_FRAMES)[:-1]}
+                for record in records:
+                    record[name] = call
             return real(*args, **kwargs)
         setattr(owner, name, first)
 
