@@ -10,7 +10,9 @@ Per kernel, one after another on the same GPU:
 - Helion's autotuner (Helion kernels): its own config space and search (``LFBOTreeSearch``, effort
   ``--helion-effort``, default Helion's own default ``full``), ``autotune_search_acf`` = 8 CompileIQ samples of
   the PTXAS 13.3 space drawn once per invocation (``OUT/helion_acfs/``; ``--helion-acfs shipped``: the older list
-  in ``benchmarks/inputs/ttq_acfs``; Helion always tries no-ACF too), in-process benchmarking,
+  in ``benchmarks/inputs/ttq_acfs``; Helion always tries no-ACF too), Helion's guards as it ships them (each
+  config compiled in a forked child with a timeout, benchmarked in a spawned worker it kills after 30 s; Helion
+  itself benchmarks kernels that write their inputs in process) or with ``--helion-in-process`` none of them,
   ``autotune_budget_seconds`` = the largest budget less the seconds its process took to reach autotuning (so it
   ends when a paretotune arm does); both tools get the same inputs (``paretotune.kernels.workloads``);
 - Triton's ``@triton.autotune`` over its configs (the Triton kernel: docs/examples/autotuned.py).
@@ -305,12 +307,24 @@ SHIPPED_SETTINGS = r"""
 from paretotune.kernels.helion import shipped_settings as as_shipped  # the kernel as its users run it
 """
 
+# Helion's guards against a config that hangs or faults: each config compiled in a forked child with a timeout,
+# benchmarked in a spawned worker it kills and respawns (Helion's defaults). ``--helion-in-process`` turns both
+# off, the setting of ttq42's calls 1-26 (2026-12-05/06), chosen when the default subprocess mode found no working
+# softmax config on the H200 image (2026-11): one hanging or faulting config then ends the whole search.
+GUARDS = r"""
+GUARDS = ("autotune_benchmark_subprocess", "autotune_benchmark_timeout", "autotune_precompile",
+          "autotune_compile_timeout")
+
+def guard_settings(in_process):
+    return {"autotune_benchmark_subprocess": False, "autotune_precompile": None} if in_process else {}
+"""
+
 HELION_CHILD = r"""
 import json, sys, time
 process_start = time.time()  # before torch and Helion are imported: a paretotune arm's clock starts there too
 spec = json.loads(sys.argv[1])
 import torch, helion
-""" + CHILD_LOADER + SHIPPED_SETTINGS + r"""
+""" + CHILD_LOADER + SHIPPED_SETTINGS + GUARDS + r"""
 
 def obj(name):
     module, _, attr = name.rpartition(":")
@@ -329,11 +343,11 @@ args = inputs(spec)
 start = time.time()
 # the budget counts this process's start-up, as a paretotune arm's does
 left = max(5, int(spec["budget_s"] - (start - process_start)))
-kern = helion.kernel(fn, **kept, autotune_search_acf=spec["acfs"], autotune_effort=spec["effort"],
-                     autotune_benchmark_subprocess=False, autotune_precompile=None, autotune_log=spec["log"],
-                     autotune_budget_seconds=left)
+kern = helion.kernel(fn, **kept, **guard_settings(spec["in_process"]), autotune_search_acf=spec["acfs"],
+                     autotune_effort=spec["effort"], autotune_log=spec["log"], autotune_budget_seconds=left)
 out = {"start_epoch": start, "process_epoch": process_start, "autotune_budget_s": left, "effort": spec["effort"],
-       "kernel_settings": {k: repr(v) for k, v in kept.items()}}
+       "kernel_settings": {k: repr(v) for k, v in kept.items()},
+       "helion_guards": {k: getattr(kern.settings, k, None) for k in GUARDS}}
 print("TTQ_RESULT " + json.dumps(out), flush=True)  # where its clock started, even if the watchdog kills it
 try:
     bound = kern.bind(args)
@@ -348,13 +362,13 @@ print("TTQ_RESULT " + json.dumps(out, default=str))
 
 
 def helion_arm(work: Path, name: str, spec: dict[str, Any], budget_s: float, acfs: list[str],
-               effort: str = "full") -> dict[str, Any]:
+               effort: str = "full", in_process: bool = False) -> dict[str, Any]:
     folder = work / name / f"helion-{effort}"
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "helion_autotune"
     payload = {"helion": spec["helion"], "name": name, "shape": spec["shape"], "acfs": acfs, "log": str(log),
                "budget_s": budget_s, "effort": effort, "inputs": spec.get("inputs"),
-               "helion_spec": spec.get("helion_spec")}
+               "helion_spec": spec.get("helion_spec"), "in_process": in_process}
     cmd = [sys.executable, "-c", HELION_CHILD, json.dumps(payload)]
     csv_log = log.with_suffix(".csv")
     row = _child(f"helion-autotune-{effort}", cmd, budget_s,
@@ -810,6 +824,9 @@ def main() -> None:
     parser.add_argument("--helion-acfs", type=acf_choice, default="compileiq",
                         help=f"Helion's ACF list: {HELION_ACFS} CompileIQ samples drawn now ('compileiq'), "
                              "benchmarks/inputs/ttq_acfs ('shipped'), or the .acf files of a folder")
+    parser.add_argument("--helion-in-process", action="store_true",
+                        help="Helion's arm without its guards (no forked compiles, no benchmark worker): a config "
+                             "that hangs or faults ends its search; the setting of ttq42's calls 1-26")
     parser.add_argument("--gpus", type=gpu_list, default=None,
                         help="spread the kernels over GPUs of this host: a count N (GPUs 0..N-1) or a comma list of "
                              "indices; one job per GPU at a time, each on that GPU's share of the host's cores; "
@@ -883,7 +900,8 @@ def main() -> None:
         "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None, "versions": versions(),
         "machine": {"cpu": cpu_model(), "topology": cpu_topology(), "load_average_1_5_15_min": load_average()},
         "budgets_s": budgets, "acf_list": [Path(a).name for a in acfs], "helion_acfs": args.helion_acfs,
-        "helion_efforts": efforts, "strategies": strategies, "kernels": {}}
+        "helion_in_process": args.helion_in_process, "helion_efforts": efforts, "strategies": strategies,
+        "kernels": {}}
     if previous is not None:
         result["calls"] = [*previous.get("calls", [{k: previous.get(k) for k in ("command", "date", "versions")}]),
                            {k: result[k] for k in ("command", "date", "versions")}]
@@ -915,7 +933,7 @@ def main() -> None:
                 _save(args.out, result, budgets)
             if spec["other"] == "helion":
                 for effort in efforts:
-                    add({**helion_arm(args.out, kname, spec, longest, acfs, effort),
+                    add({**helion_arm(args.out, kname, spec, longest, acfs, effort, args.helion_in_process),
                          "acf_list": [Path(a).name for a in acfs]})
                     _save(args.out, result, budgets)
             elif not args.smoke and args.retime != "only":
@@ -1007,11 +1025,13 @@ def fanout_jobs(args: argparse.Namespace, names: list[str], estimates: list[floa
     parts = args.out / PARTS
     base = [sys.executable, str(Path(__file__).resolve()), "--budgets", args.budgets, "--workers", str(args.workers),
             "--rounds", str(args.rounds), "--max-s", "1e9", "--helion-acfs", acf_arg, "--kernels"]
+    # Helion's setting goes to its arm alone: the paretotune arms' commands, and so what earlier calls ran, stay
+    helion = ["--helion-effort", args.helion_effort, *(["--helion-in-process"] if args.helion_in_process else [])]
     jobs = []
     for name, estimate in zip(names, estimates):
         if not args.split_arms:
-            jobs.append(GpuJob(name, [*base, name, "--strategies", args.strategies, "--helion-effort",
-                                      args.helion_effort, "--retime", args.retime, "--out", str(parts / name)],
+            jobs.append(GpuJob(name, [*base, name, "--strategies", args.strategies, *helion, "--retime",
+                                      args.retime, "--out", str(parts / name)],
                                parts / f"{name}.log", estimate))
             continue
         ours, other = f"{name}.paretotune", f"{name}.other"
@@ -1020,7 +1040,7 @@ def fanout_jobs(args: argparse.Namespace, names: list[str], estimates: list[floa
             jobs += [GpuJob(ours, [*base, name, "--strategies", args.strategies, "--helion-effort", "none",
                                    "--retime", "skip", "--out", str(parts / ours)], parts / f"{ours}.log",
                             arm_estimates[0]),
-                     GpuJob(other, [*base, name, "--strategies", "none", "--helion-effort", args.helion_effort,
+                     GpuJob(other, [*base, name, "--strategies", "none", *helion,
                                     "--retime", "skip", "--out", str(parts / other)], parts / f"{other}.log",
                             arm_estimates[1])]
         if args.retime != "skip":
@@ -1193,7 +1213,8 @@ def merge_parts(out: Path) -> dict[str, Any]:
     result: dict[str, Any] = {"budgets_s": [], "kernels": {}, "calls": [], "parts": []}
     parts = [(json.loads(path.read_text()), path) for path in (out / PARTS).glob("*/ttq.json")]
     for part, path in sorted(parts, key=lambda pp: (pp[0].get("date") or "", pp[1].stat().st_mtime)):
-        result.update({k: part[k] for k in ("versions", "machine", "acf_list", "helion_acfs") if k in part})
+        result.update({k: part[k] for k in ("versions", "machine", "acf_list", "helion_acfs", "helion_in_process")
+                       if k in part})
         result["gpus"] = sorted({*result.get("gpus", []), *([part["gpu"]] if part.get("gpu") else [])})
         result["calls"] += part.get("calls") or [{k: part.get(k) for k in ("command", "date", "versions")}]
         result["parts"].append(path.parent.name)

@@ -167,7 +167,8 @@ def test_split_jobs_follow_the_retime_mode(ttq: ModuleType, tmp_path: Path, reti
     import argparse
 
     args = argparse.Namespace(out=tmp_path, budgets="60,120,300", workers=8, rounds=15, split_arms=True,
-                              retime=retime, strategies="default", helion_effort="full")
+                              retime=retime, strategies="default", helion_effort="full",
+                              helion_in_process=False)
     jobs = ttq.fanout_jobs(args, ["k"], [700.0], [306.0, 306.0], "compileiq")
     assert {j.name: j.after for j in jobs} == expected
     parts = tmp_path / "parts"
@@ -183,7 +184,8 @@ def test_a_later_call_runs_only_what_earlier_calls_left(ttq: ModuleType, tmp_pat
     import argparse
 
     args = argparse.Namespace(out=tmp_path, budgets="60,120", workers=8, rounds=15, split_arms=True,
-                              retime="auto", strategies="default", helion_effort="full")
+                              retime="auto", strategies="default", helion_effort="full",
+                              helion_in_process=False)
     jobs = ttq.fanout_jobs(args, ["a", "b", "c"], [300.0] * 3, [135.0, 135.0], "acfs")
     by = {j.name: j for j in jobs}
 
@@ -345,7 +347,8 @@ def test_a_kernel_begun_on_one_gpu_model_is_not_continued_on_another(ttq: Module
     import argparse
 
     args = argparse.Namespace(out=tmp_path, budgets="60,120", workers=8, rounds=15, split_arms=True,
-                              retime="auto", strategies="default", helion_effort="full")
+                              retime="auto", strategies="default", helion_effort="full",
+                              helion_in_process=False)
     jobs = ttq.fanout_jobs(args, ["pretuned_softmax", "pretuned_scaled_mm"], [320.0] * 2, [135.0, 135.0], "acfs")
     part = tmp_path / "parts" / "pretuned_softmax.paretotune"
     part.mkdir(parents=True)
@@ -364,3 +367,20 @@ def test_a_kernel_begun_on_one_gpu_model_is_not_continued_on_another(ttq: Module
     ttq.same_gpu(arms, "NVIDIA H200")
     with pytest.raises(RuntimeError, match="the arms ran on NVIDIA H200 and this GPU is NVIDIA H100 80GB HBM3"):
         ttq.same_gpu(arms, "NVIDIA H100 80GB HBM3")
+
+
+def test_helion_without_its_guards_changes_its_arm_alone(ttq: ModuleType, tmp_path: Path) -> None:
+    """``--helion-in-process`` reaches Helion's arm and nothing else: the paretotune arm and the re-timing keep
+    the commands an earlier call ran, so a table whose Helion arms run again with other guards does not search
+    again with paretotune."""
+    import argparse
+
+    def jobs(in_process: bool) -> dict[str, list[str]]:
+        args = argparse.Namespace(out=tmp_path, budgets="60,120", workers=8, rounds=15, split_arms=True,
+                                  retime="auto", strategies="default", helion_effort="full",
+                                  helion_in_process=in_process)
+        return {j.name: j.cmd for j in ttq.fanout_jobs(args, ["k"], [300.0], [135.0, 135.0], "acfs")}
+
+    guarded, in_process = jobs(False), jobs(True)
+    assert "--helion-in-process" in in_process["k.other"] and "--helion-in-process" not in guarded["k.other"]
+    assert in_process["k.paretotune"] == guarded["k.paretotune"] and in_process["k"] == guarded["k"]

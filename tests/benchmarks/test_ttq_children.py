@@ -45,9 +45,9 @@ def child(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     assert bench.CHILD_LOADER in bench.HELION_CHILD and bench.CHILD_LOADER in bench.TRITON_CHILD
-    assert bench.SHIPPED_SETTINGS in bench.HELION_CHILD
+    assert bench.SHIPPED_SETTINGS in bench.HELION_CHILD and bench.GUARDS in bench.HELION_CHILD
     namespace: dict[str, Any] = {}
-    exec(bench.CHILD_LOADER + bench.SHIPPED_SETTINGS, namespace)  # noqa: S102 - the benchmark's own child code
+    exec(bench.CHILD_LOADER + bench.SHIPPED_SETTINGS + bench.GUARDS, namespace)  # noqa: S102 - its own child code
     return namespace
 
 
@@ -133,3 +133,20 @@ def test_a_plain_function_is_tuned_with_static_shapes_as_paretotune_wraps_it(chi
         return x
 
     assert child["as_shipped"](plain) == (plain, {"static_shapes": True})
+
+
+def test_helion_keeps_its_guards_unless_the_arm_runs_it_in_process(child: dict[str, Any]) -> None:
+    """Helion's arm runs with the guards Helion ships (a config compiled in a forked child with a timeout,
+    benchmarked in a worker it can kill); ``--helion-in-process`` turns both off, and the arm records which ran."""
+    import helion
+
+    def doubled(x: Any) -> Any:
+        return x
+
+    shipped = helion.Settings()
+    guarded = helion.kernel(doubled, **child["guard_settings"](False)).settings
+    in_process = helion.kernel(doubled, **child["guard_settings"](True)).settings
+    assert shipped.autotune_benchmark_subprocess and shipped.autotune_precompile
+    for name in child["GUARDS"]:
+        assert getattr(guarded, name) == getattr(shipped, name)
+    assert in_process.autotune_benchmark_subprocess is False and in_process.autotune_precompile is None
