@@ -731,8 +731,8 @@ PLOT_TOP = 1.7  # a panel's y axis ends at this many times the heuristic's confi
 
 def plot(out: Path, result: dict[str, Any]) -> Path | None:
     """OUT/ttq.png: per kernel, the best GPU time each tool had reached by each wall second, by its own search
-    clock (the table's scores are the re-timed ones), to where the arm ended; an arm that crashed or hung ends in
-    a cross. paretotune's reading of the heuristic's config, by the same clock, is the dashed line."""
+    clock (the table's scores are the re-timed ones), to where the arm ended; an arm that crashed, hung or overran
+    its budget ends in a cross, named so. paretotune's reading of the heuristic's config, by the same clock, is the dashed line."""
     try:
         import matplotlib
 
@@ -774,7 +774,8 @@ def plot_kernel(ax: Any, kname: str, entry: dict[str, Any]) -> None:
         line = ax.step([*xs, max(end, xs[-1])], [*ys, ys[-1]], where="post", label=arm["tool"])[0]
         finals.append((arm["tool"], ys[-1], line.get_color()))
         if arm.get("error"):
-            ending = "hung" if str(arm["error"]).startswith("hung") else "crashed"
+            word = str(arm["error"]).split(":", 1)[0]  # the watchdog's "hung" or "overran", else the tool's error
+            ending = word if word in ("hung", "overran") else "crashed"
             ax.plot([max(end, xs[-1])], [ys[-1]], "x", color=line.get_color(), markersize=9,
                     label=f"{arm['tool']} {ending}")
         if arm.get("baseline_ms"):

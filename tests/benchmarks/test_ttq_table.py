@@ -189,4 +189,10 @@ def test_the_plot_is_a_grid_of_kernels_and_marks_where_an_arm_crashed(ttq: Modul
     fig, ax = plt.subplots()
     ttq.plot_kernel(ax, "pretuned_softmax", {"arms": [ours, hung]})  # 142 µs against a 19.2 µs heuristic
     assert [t.get_text() for t in ax.texts] == ["helion-autotune-full: best 142 µs, above the panel"]
+    assert ax.get_legend_handles_labels()[1][-1] == "helion-autotune-full hung"
+    plt.close(fig)
+    overran = {**hung, "error": "overran: killed by the watchdog after 315 s (budget plus 15 s grace)"}
+    fig, ax = plt.subplots()
+    ttq.plot_kernel(ax, "pretuned_layer_norm", {"arms": [ours, overran]})  # killed past its budget, not a crash
+    assert ax.get_legend_handles_labels()[1][-1] == "helion-autotune-full overran"
     plt.close(fig)
