@@ -732,7 +732,8 @@ PLOT_TOP = 1.7  # a panel's y axis ends at this many times the heuristic's confi
 def plot(out: Path, result: dict[str, Any]) -> Path | None:
     """OUT/ttq.png: per kernel, the best GPU time each tool had reached by each wall second, by its own search
     clock (the table's scores are the re-timed ones), to where the arm ended; an arm that crashed, hung or overran
-    its budget ends in a cross, named so. paretotune's reading of the heuristic's config, by the same clock, is the dashed line."""
+    its budget ends in a cross, named so. paretotune's reading of the heuristic's config, by the same clock, is the
+    dashed line."""
     try:
         import matplotlib
 
