@@ -704,6 +704,9 @@ def write_markdown(out: Path, result: dict[str, Any], budgets: list[float]) -> s
             if arm.get("error"):  # when it ended: what it had ranked best by then is what the table re-timed
                 after = f" after {arm['process_wall_s']:.0f} s" if arm.get("process_wall_s") else ""
                 notes.append(f"{tool}{after}: {arm['error'][:70]}")
+            guards = arm.get("helion_guards") or {}  # a table of Helion as shipped must not take an in-process row
+            if guards and not guards.get("autotune_benchmark_subprocess") and not guards.get("autotune_precompile"):
+                notes.append(f"{tool} in process (its guards off)")
         ours = arms.get("paretotune", {})  # its pick by the longest budget this kernel was run for
         last = (ours.get("best_by") or {}).get(max(ours.get("budgets") or ["0"], key=float)) or {}
         twin, timed = last.get("twin") or {}, last.get("retimed") or {}

@@ -117,6 +117,12 @@ def test_the_readme_table_has_each_tools_score_by_budget_and_the_picks_shares(tt
     header, rule, row = text.splitlines()
     assert header.count("|") == rule.count("|") == row.count("|") == 9
     assert row.startswith("| rms_norm | H200 | 1.110x | 1.130x | 0.860x | - | 1.100x x 1.027x; 0.99 | Helion: hung")
+    shipped = {"autotune_benchmark_subprocess": True, "autotune_precompile": "fork"}
+    off = {"autotune_benchmark_subprocess": False, "autotune_precompile": None}
+    for guards, named in ((shipped, False), (off, True)):  # which Helion a row is against shows in the row
+        result["kernels"]["pretuned_rms_norm"]["arms"][1]["helion_guards"] = guards
+        row = ttq.write_markdown(tmp_path, result, [60.0, 120.0]).splitlines()[2]
+        assert ("Helion in process (its guards off)" in row) is named
 
 
 def test_paretotunes_gate_is_its_own_validations_not_the_pooled_re_timings(ttq: ModuleType) -> None:
