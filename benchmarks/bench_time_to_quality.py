@@ -311,12 +311,14 @@ from paretotune.kernels.helion import shipped_settings as as_shipped  # the kern
 # benchmarked in a spawned worker it kills and respawns (Helion's defaults). ``--helion-in-process`` turns both
 # off, the setting of ttq42's calls 1-26 (2026-12-05/06), chosen when the default subprocess mode found no working
 # softmax config on the H200 image (2026-11): one hanging or faulting config then ends the whole search.
+IN_PROCESS = {"autotune_benchmark_subprocess": False, "autotune_precompile": None}
 GUARDS = r"""
 GUARDS = ("autotune_benchmark_subprocess", "autotune_benchmark_timeout", "autotune_precompile",
           "autotune_compile_timeout")
+IN_PROCESS = """ + repr(IN_PROCESS) + r"""
 
 def guard_settings(in_process):
-    return {"autotune_benchmark_subprocess": False, "autotune_precompile": None} if in_process else {}
+    return IN_PROCESS if in_process else {}
 """
 
 HELION_CHILD = r"""
@@ -704,8 +706,8 @@ def write_markdown(out: Path, result: dict[str, Any], budgets: list[float]) -> s
             if arm.get("error"):  # when it ended: what it had ranked best by then is what the table re-timed
                 after = f" after {arm['process_wall_s']:.0f} s" if arm.get("process_wall_s") else ""
                 notes.append(f"{tool}{after}: {arm['error'][:70]}")
-            guards = arm.get("helion_guards") or {}  # a table of Helion as shipped must not take an in-process row
-            if guards and not guards.get("autotune_benchmark_subprocess") and not guards.get("autotune_precompile"):
+            guards = arm.get("helion_guards")  # a table of Helion as shipped must not take an in-process row
+            if guards and all(guards.get(k) == v for k, v in IN_PROCESS.items()):
                 notes.append(f"{tool} in process (its guards off)")
         ours = arms.get("paretotune", {})  # its pick by the longest budget this kernel was run for
         last = (ours.get("best_by") or {}).get(max(ours.get("budgets") or ["0"], key=float)) or {}
@@ -905,8 +907,7 @@ def main() -> None:
         "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None, "versions": versions(),
         "machine": {"cpu": cpu_model(), "topology": cpu_topology(), "load_average_1_5_15_min": load_average()},
         "budgets_s": budgets, "acf_list": [Path(a).name for a in acfs], "helion_acfs": args.helion_acfs,
-        "helion_in_process": args.helion_in_process, "helion_efforts": efforts, "strategies": strategies,
-        "kernels": {}}
+        "helion_efforts": efforts, "strategies": strategies, "kernels": {}}
     if previous is not None:
         result["calls"] = [*previous.get("calls", [{k: previous.get(k) for k in ("command", "date", "versions")}]),
                            {k: result[k] for k in ("command", "date", "versions")}]
@@ -1218,8 +1219,7 @@ def merge_parts(out: Path) -> dict[str, Any]:
     result: dict[str, Any] = {"budgets_s": [], "kernels": {}, "calls": [], "parts": []}
     parts = [(json.loads(path.read_text()), path) for path in (out / PARTS).glob("*/ttq.json")]
     for part, path in sorted(parts, key=lambda pp: (pp[0].get("date") or "", pp[1].stat().st_mtime)):
-        result.update({k: part[k] for k in ("versions", "machine", "acf_list", "helion_acfs", "helion_in_process")
-                       if k in part})
+        result.update({k: part[k] for k in ("versions", "machine", "acf_list", "helion_acfs") if k in part})
         result["gpus"] = sorted({*result.get("gpus", []), *([part["gpu"]] if part.get("gpu") else [])})
         result["calls"] += part.get("calls") or [{k: part.get(k) for k in ("command", "date", "versions")}]
         result["parts"].append(path.parent.name)
