@@ -52,7 +52,8 @@ On one GPU, the table over several device calls: ``--gpus 1 --split-arms`` makes
 paretotune arm, Helion's arm, the re-timing of both), runs those that fit ``--max-s`` and records them under
 OUT/parts/; the same command in the next call (OUT travelling with the tree) leaves out every job an earlier call
 ran to the end (``OUT/fanout.jsonl``) and goes on from there, with the Helion ACF list the first call drew. A
-kernel whose parts ran on another GPU model is left out (a call may land on another kind of machine). In
+kernel whose parts ran on another GPU model is left out (a call may land on another kind of machine), or with
+``--redo-other-gpu WHY`` has its parts moved to OUT/superseded/WHY/ and runs whole on this one. In
 ``benchmarks/gpu_session.sh``: ``TTQ_OUT=benchmarks/results/ttq42 TTQ_END=<epoch second the call must end by>
 TTQ_ARGS="<the 300 s kernels' arguments>" TTQ_MORE_ARGS="--gpus 1 --split-arms --budgets 60,120 --kernels ..."
 bash benchmarks/gpu_session.sh env ttq ttq_more`` (benchmarks/results/ttq42/README.md has the whole command).
@@ -841,6 +842,9 @@ def main() -> None:
     parser.add_argument("--split-arms", action="store_true",
                         help="with --gpus: a kernel's paretotune arms and its other tool's arm on two GPUs side by "
                              "side, then its re-timing on one (a 300 s budget's kernel in one call)")
+    parser.add_argument("--redo-other-gpu", metavar="WHY", default=None, type=folder_name,
+                        help="with --gpus: a kernel whose parts ran on another GPU model runs all its jobs here, its "
+                             "parts moved to OUT/superseded/WHY/ first (without it such a kernel is left out)")
     parser.add_argument("--merge", action="store_true",
                         help="no runs: merge OUT/parts/ into OUT/ttq.json, write the table and the plot")
     parser.add_argument("--arms-from", default="",
@@ -855,6 +859,8 @@ def main() -> None:
                         help="no GPU: write each paretotune arm's campaign, load it, resolve the kernel (its space, "
                              "baseline, which engine runs), draw the ACF list, print the plan; then stop")
     args = parser.parse_args()
+    if args.redo_other_gpu and args.gpus is None:
+        parser.error("--redo-other-gpu: only with --gpus (the fan-out decides where a kernel's jobs run)")
     if args.merge:
         result = merge_parts(args.out)
         report(args.out, result, result["budgets_s"])
@@ -999,6 +1005,13 @@ def gpu_list(value: str) -> list[int]:
     return gpus
 
 
+def folder_name(value: str) -> str:
+    """``--redo-other-gpu``: one folder's name under OUT/superseded/ (no path)."""
+    if not value or value.startswith(".") or not all(c.isalnum() or c in "_.-" for c in value):
+        raise argparse.ArgumentTypeError(f"{value!r}: not a folder name (letters, digits, '_', '.', '-')")
+    return value
+
+
 def acf_choice(value: str) -> str:
     """``--helion-acfs``: compileiq, shipped, or a folder that holds .acf files."""
     if value in ("compileiq", "shipped") or any(Path(value).glob("*.acf")):
@@ -1103,6 +1116,26 @@ def elsewhere(out: Path, jobs: list[GpuJob], models: set[str]) -> tuple[list[Gpu
     return [j for j in jobs if j.name not in why], why
 
 
+def redo_here(out: Path, names: list[str], models: set[str], why: str, dry: bool) -> list[str]:
+    """``--redo-other-gpu WHY``: move every part of a kernel in ``names`` recorded on a GPU model this host's slots
+    are not to OUT/superseded/WHY/, so that all its jobs run here (its arms and its re-timing: one model a row) rather
+    than :func:`elsewhere` leaving it out. Returns the moved folders' and logs' names; ``dry`` (``--check``) moves
+    nothing. Refuses (exit 2, nothing moved) where that folder holds one of the names already."""
+    ran_on = parts_gpus(out) if models else {}
+    redo = {n for n in names if ran_on.get(n, set()) - models}
+    moving = sorted(p for p in (out / PARTS).glob("*") if p.name.split(".")[0] in redo)
+    aside = out / "superseded" / why
+    taken = [p.name for p in moving if (aside / p.name).exists()]
+    if taken:
+        print(f"--redo-other-gpu: {aside / taken[0]} exists already; name another folder", file=sys.stderr)
+        raise SystemExit(2)
+    if moving and not dry:
+        aside.mkdir(parents=True, exist_ok=True)
+        for path in moving:
+            path.rename(aside / path.name)
+    return [p.name for p in moving]
+
+
 def expected_wall_s(jobs: list[GpuJob], n_slots: int) -> float:
     """When the last job would end by the estimates, each started as :func:`common.run_on_gpus` starts it: in list
     order, once a slot is free and its prerequisites have ended."""
@@ -1122,15 +1155,21 @@ def expected_wall_s(jobs: list[GpuJob], n_slots: int) -> float:
 
 
 def plan_fan_out(args: argparse.Namespace, names: list[str], estimates: list[float], arm_estimates: list[float],
-                 acfs: list[str]) -> tuple[list[GpuSlot], list[GpuJob], list[str], dict[str, str]]:
+                 acfs: list[str]) -> tuple[list[GpuSlot], list[GpuJob], list[str], dict[str, str], list[str]]:
     """The slots and jobs of a ``--gpus`` command, printed with when they would end by the estimates, the names
-    of the jobs an earlier call ran (:func:`done_before`), and the jobs left for another GPU model
-    (:func:`elsewhere`), with why."""
+    of the jobs an earlier call ran (:func:`done_before`), the jobs left for another GPU model (:func:`elsewhere`),
+    with why, and the parts moved aside to run here again (:func:`redo_here`)."""
     acf_arg = str(Path(acfs[0]).parent) if acfs else args.helion_acfs
     models = host_gpu_names()
     slots = gpu_slots(args.gpus, len(models))
+    here = {models[int(s.gpu)] for s in slots if int(s.gpu) < len(models)}
+    moved = redo_here(args.out, names, here, args.redo_other_gpu, args.check) if args.redo_other_gpu else []
+    if moved:
+        print(f"moved to superseded/{args.redo_other_gpu}/, to run here again: {moved}" if not args.check else
+              f"would move to superseded/{args.redo_other_gpu}/ (the plan below sees them where they are): {moved}",
+              flush=True)
     jobs, done = done_before(args.out, fanout_jobs(args, names, estimates, arm_estimates, acf_arg))
-    jobs, other_gpu = elsewhere(args.out, jobs, {models[int(s.gpu)] for s in slots if int(s.gpu) < len(models)})
+    jobs, other_gpu = elsewhere(args.out, jobs, here)
     if done:
         print(f"done in an earlier call, not run again: {done}", flush=True)
     for name, why in other_gpu.items():
@@ -1138,30 +1177,31 @@ def plan_fan_out(args: argparse.Namespace, names: list[str], estimates: list[flo
     print(f"fan-out: {len(jobs)} job(s) on GPUs {[s.gpu for s in slots]}, {len(slots[0].cores)} cores each, "
           f"expected {expected_wall_s(jobs, len(slots)):.0f} s (deadline {args.max_s:g} s): "
           f"{[j.name for j in jobs]}", flush=True)
-    return slots, jobs, done, other_gpu
+    return slots, jobs, done, other_gpu, moved
 
 
 def fan_out(args: argparse.Namespace, names: list[str], estimates: list[float], arm_estimates: list[float],
             acfs: list[str]) -> None:
     """Run the kernels' jobs on ``--gpus`` GPUs side by side (:func:`common.run_on_gpus`), every Helion arm with
     the same ACF list, then merge every part OUT holds (earlier calls' too) into OUT/ttq.json."""
-    slots, jobs, done, other_gpu = plan_fan_out(args, names, estimates, arm_estimates, acfs)
+    slots, jobs, done, other_gpu, moved = plan_fan_out(args, names, estimates, arm_estimates, acfs)
     if args.check:
         return
     try:
         run_on_gpus(jobs, slots, args.max_s)
     finally:  # stopped (the device call's timeout): what the jobs that ended wrote is still merged
-        end_fan_out(args, slots, jobs, done, other_gpu)
+        end_fan_out(args, slots, jobs, done, other_gpu, moved)
 
 
 def end_fan_out(args: argparse.Namespace, slots: list[GpuSlot], jobs: list[GpuJob], done: list[str],
-                other_gpu: dict[str, str]) -> None:
+                other_gpu: dict[str, str], moved: list[str]) -> None:
     """Record the jobs' outcomes (OUT/fanout.jsonl), then merge every part into the table."""
     record = {"command": " ".join([sys.executable, *sys.argv]),
               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "slots": [{"gpu": s.gpu, "cores": sorted(s.cores)} for s in slots],
               "jobs": [{"name": j.name, "cmd": j.cmd, "estimate_s": j.estimate_s, **j.outcome} for j in jobs],
-              "done_before": done, "other_gpu": other_gpu}
+              "done_before": done, "other_gpu": other_gpu,
+              **({"moved_aside": {"to": f"superseded/{args.redo_other_gpu}", "parts": moved}} if moved else {})}
     with open(args.out / "fanout.jsonl", "a") as fh:  # one line per command (two may share OUT, on other GPUs)
         fh.write(json.dumps(record) + "\n")
     for job in jobs:

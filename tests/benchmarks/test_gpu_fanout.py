@@ -369,6 +369,55 @@ def test_a_kernel_begun_on_one_gpu_model_is_not_continued_on_another(ttq: Module
         ttq.same_gpu(arms, "NVIDIA H100 80GB HBM3")
 
 
+def test_a_kernel_begun_on_another_model_can_be_run_whole_here(ttq: ModuleType, tmp_path: Path) -> None:
+    """``--redo-other-gpu WHY``: a kernel whose parts ran on an H200 has every part moved to superseded/WHY/ on an
+    H100, after which all its jobs run there (its recorded arm no longer counts as done); another kernel whose name
+    begins the same, or whose parts ran here, is not touched. ``--check`` moves nothing; a name already in the
+    folder is refused (exit 2) with nothing moved."""
+    import argparse
+
+    args = argparse.Namespace(out=tmp_path, budgets="60,120", workers=8, rounds=15, split_arms=True,
+                              retime="auto", strategies="default", helion_effort="full",
+                              helion_in_process=False)
+    names = ["pretuned_rms_norm", "pretuned_rms_norm_dynamic_per_token_quant"]
+    jobs = ttq.fanout_jobs(args, names, [320.0] * 2, [135.0, 135.0], "acfs")
+    ours = next(j for j in jobs if j.name == "pretuned_rms_norm.paretotune")
+    (tmp_path / "fanout.jsonl").write_text(json.dumps({"jobs": [{"cmd": ours.cmd, "returncode": 0}]}) + "\n")
+    parts = tmp_path / "parts"
+    for name, gpu in (("pretuned_rms_norm.paretotune", "NVIDIA H200"),
+                      ("pretuned_rms_norm_dynamic_per_token_quant.paretotune", "NVIDIA H100 80GB HBM3")):
+        (parts / name).mkdir(parents=True)
+        (parts / name / "ttq.json").write_text(json.dumps({"gpu": gpu, "kernels": {}}))
+        (parts / f"{name}.log").write_text("log\n")
+    h100 = {"NVIDIA H100 80GB HBM3"}
+    expected = ["pretuned_rms_norm.paretotune", "pretuned_rms_norm.paretotune.log"]
+
+    assert ttq.redo_here(tmp_path, names, h100, "h200_arms", dry=True) == expected
+    assert (parts / "pretuned_rms_norm.paretotune").is_dir() and not (tmp_path / "superseded").exists()
+    assert ttq.redo_here(tmp_path, names, set(), "h200_arms", dry=False) == []  # no GPU named: nothing to compare
+    assert ttq.redo_here(tmp_path, names, h100, "h200_arms", dry=False) == expected
+    aside = tmp_path / "superseded" / "h200_arms"
+    assert sorted(p.name for p in aside.iterdir()) == expected
+    assert sorted(p.name for p in parts.iterdir()) == ["pretuned_rms_norm_dynamic_per_token_quant.paretotune",
+                                                       "pretuned_rms_norm_dynamic_per_token_quant.paretotune.log"]
+    left, done = ttq.done_before(tmp_path, ttq.fanout_jobs(args, names, [320.0] * 2, [135.0, 135.0], "acfs"))
+    kept, why = ttq.elsewhere(tmp_path, left, h100)
+    assert done == [] and why == {}
+    assert [j.name for j in kept][:3] == ["pretuned_rms_norm.paretotune", "pretuned_rms_norm.other",
+                                          "pretuned_rms_norm"]
+
+    (parts / "pretuned_rms_norm.other").mkdir()  # an H200 part again, its name already aside
+    (parts / "pretuned_rms_norm.other" / "ttq.json").write_text(json.dumps({"gpu": "NVIDIA H200"}))
+    (aside / "pretuned_rms_norm.other").mkdir()
+    with pytest.raises(SystemExit) as stop:
+        ttq.redo_here(tmp_path, names, h100, "h200_arms", dry=False)
+    assert stop.value.code == 2 and (parts / "pretuned_rms_norm.other" / "ttq.json").exists()
+    assert ttq.folder_name("h200_arms") == "h200_arms"
+    for bad in ("../x", "a/b", ".hidden", ""):
+        with pytest.raises(argparse.ArgumentTypeError):
+            ttq.folder_name(bad)
+
+
 def test_helion_without_its_guards_changes_its_arm_alone(ttq: ModuleType, tmp_path: Path) -> None:
     """``--helion-in-process`` reaches Helion's arm and nothing else: the paretotune arm and the re-timing keep
     the commands an earlier call ran, so a table whose Helion arms run again with other guards does not search
