@@ -561,6 +561,19 @@ def gated(reached: dict[str, Any]) -> bool | None:
     return (reached.get("gate") or reached.get("retimed") or {}).get("significant")
 
 
+def unshipped(reached: dict[str, Any]) -> str:
+    """Why paretotune would not ship a re-timed pick, for ttq.md: '' where its gate passes; a pick the gate finds
+    significantly *slower* than the baseline is said so (Holm's p under validation's alpha, the speedup under 1),
+    not left as "not significant"."""
+    from paretotune.pareto.stats import Thresholds
+
+    if gated(reached):
+        return ""
+    p = (reached.get("gate") or reached.get("retimed") or {}).get("p_holm")
+    slower = p is not None and p < Thresholds().alpha and reached["retimed"]["speedup"] < 1
+    return " (significantly slower: not shipped)" if slower else " (not significant)"
+
+
 def score(tool: str, reached: dict[str, Any] | None) -> float | None:
     """What the tool's user has by a budget, as its re-timed speedup over the baseline: a tool that reached nothing
     or nothing faster than its start leaves the baseline (1.0, "no headroom, baseline kept"); paretotune ships only a
@@ -716,7 +729,7 @@ def write_markdown(out: Path, result: dict[str, Any], budgets: list[float]) -> s
         split = ("baseline kept" if last.get("is_baseline") else
                  f"{twin['speedup']:.3f}x x {last['acf_share']:.3f}x" if twin and last.get("acf_share")
                  else f"{timed['speedup']:.3f}x x 1 (no ACF)" if timed else "-")
-        split += " (not significant)" if timed and not last.get("is_baseline") and not gated(last) else ""
+        split += unshipped(last) if timed and not last.get("is_baseline") else ""
         of_copy = f"; {timed['of_copy']:.2f}" if timed.get("of_copy") is not None else ""
         lines.append(f"| {kname.removeprefix('pretuned_')} | {kernel_gpus(k) or '-'} | " + " | ".join(cells)
                      + f" | {split}{of_copy} | "

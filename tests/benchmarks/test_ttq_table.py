@@ -125,6 +125,24 @@ def test_the_readme_table_has_each_tools_score_by_budget_and_the_picks_shares(tt
         assert ("Helion in process (its guards off)" in row) is named
 
 
+def test_a_pick_paretotune_would_not_ship_says_why_in_the_table(ttq: ModuleType, tmp_path: Path) -> None:
+    """A pick the gate finds significantly slower than the baseline (vector_add's 0.989x on the H100) is said to be
+    slower and not shipped, not "not significant"; an insignificant one stays "not significant"; either way the
+    score is the baseline's 1.000x."""
+    ours = arm("paretotune-default", {"120": 0.0689}, {"120": 0.989}, {"120": 1.00})
+    ours["best_by"]["120"]["gate"] = {"p_holm": 0.003, "significant": False, "family": 1}
+    result = {"kernels": {"pretuned_vector_add": {"arms": [ours]}}}
+    row = ttq.write_markdown(tmp_path, result, [120.0]).splitlines()[2]
+    assert "| 1.000x |" in row and "0.989x x 1 (no ACF) (significantly slower: not shipped); 1.00" in row
+    ours["best_by"]["120"]["gate"]["p_holm"] = 0.4
+    row = ttq.write_markdown(tmp_path, result, [120.0]).splitlines()[2]
+    assert "0.989x x 1 (no ACF) (not significant); 1.00" in row
+    ours["best_by"]["120"]["retimed"]["speedup"] = 1.004  # faster, but not by enough: not significant either
+    ours["best_by"]["120"]["gate"]["p_holm"] = 0.003
+    row = ttq.write_markdown(tmp_path, result, [120.0]).splitlines()[2]
+    assert "1.004x x 1 (no ACF) (not significant)" in row
+
+
 def test_paretotunes_gate_is_its_own_validations_not_the_pooled_re_timings(ttq: ModuleType) -> None:
     """A 1.5 % gain re-timed beside five other picks: Holm over all six leaves it short of p < 0.01, while
     ``validate`` on paretotune's run (the pick and its no-ACF twin) accepts it; the score follows validate's gate,
