@@ -87,3 +87,43 @@ def test_with_no_call_to_bring_home_the_folder_is_as_it_was(tmp_path: Path) -> N
     assert run("device_tree.py", "out", folder, "--stash", stash, "--unpack", "acfs").returncode == 0
     assert run("device_tree.py", "home", folder, "--stash", stash).returncode == 0
     assert on_disk(folder) == files and (folder / "runs.tar.xz").read_bytes() == archive
+
+
+def test_calls_on_a_warm_machine_are_laid_over_and_the_last_brings_all_home(tmp_path: Path) -> None:
+    """Two calls in a row: the first's copy is laid over the folder (the archive stays out), the second carries
+    what the first wrote and moves a part aside whose runs were never unpacked for it; ``home`` with the second's
+    copy keeps both calls' files, and the moved part's packed runs follow it (found by its name and the files it
+    left with) rather than staying at the old path. ``lay`` on a folder not sent out is refused."""
+    folder, stash = recorded_folder(tmp_path), tmp_path / "stash"
+    refused = run("device_tree.py", "lay", folder, "--stash", stash, "--copy", tmp_path / "none.tgz")
+    assert refused.returncode == 2 and "not out" in refused.stderr
+    assert run("device_tree.py", "out", folder, "--stash", stash, "--unpack", "acfs").returncode == 0
+
+    def call(name: str, change) -> Path:  # the device's copy of the folder as the call left it, as a .tgz
+        device = tmp_path / name / "ttq"
+        shutil.copytree(folder, device)
+        change(device)
+        with tarfile.open(tmp_path / f"{name}.tgz", "w:gz") as tar:
+            tar.add(device, arcname="ttq")
+        return tmp_path / f"{name}.tgz"
+
+    first = call("first", lambda d: write(d, {"parts/c.paretotune/run/results.jsonl": "c\n", "c.log": "1\n"}))
+    laid = run("device_tree.py", "lay", folder, "--stash", stash, "--copy", first)
+    assert laid.returncode == 0, laid.stderr
+    assert (folder / "parts/c.paretotune/run/results.jsonl").read_text() == "c\n"
+    assert (stash / "runs.tar.xz").is_file() and not (folder / "runs.tar.xz").exists()
+
+    def second_call(d: Path) -> None:
+        (d / "superseded").mkdir()
+        (d / "parts/b.paretotune").rename(d / "superseded/b.paretotune")
+        write(d, {"d.log": "2\n"})
+
+    second = call("second", second_call)
+    home = run("device_tree.py", "home", folder, "--stash", stash, "--copy", second)
+    assert home.returncode == 0, home.stderr
+    assert "parts/b.paretotune moved on the device with its runs still packed" in home.stdout
+    archive = packed(folder)
+    assert archive["parts/c.paretotune/run/results.jsonl"] == b"c\n"  # the first call's, carried by the second
+    assert archive["superseded/b.paretotune/run/results.jsonl"] == b"b\n"
+    assert not any(name.startswith("parts/b.paretotune") for name in archive)
+    assert (folder / "c.log").read_text() == "1\n" and (folder / "d.log").read_text() == "2\n"
