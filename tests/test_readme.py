@@ -22,7 +22,7 @@ def test_readme_teaches_in_about_150_lines_before_its_reference() -> None:
     assert len(head.splitlines()) <= 160
     sections = re.findall(r"^## (.+)$", head, flags=re.M)
     assert sections == ["Quick start", "Your own kernel", "Your program's kernels: `capture`, then `run`",
-                        "Shipping the result", "Measured on an H200"]
+                        "Shipping the result", "Measured on an H200 and an H100"]
     assert "](docs/img/quickstart-front.png)" in head and "](docs/results.md)" in head
 
 
