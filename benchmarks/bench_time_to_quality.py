@@ -90,7 +90,8 @@ from pathlib import Path
 from typing import Any
 
 from common import GpuJob, GpuSlot, gpu_slots, host_gpu_names, run_meta, run_on_gpus, run_with_watchdog
-from common import cpu_model, cpu_topology, cuda_context_holders, load_average, stored_records
+from common import cpu_model, cpu_topology, cuda_context_holders, helion_csv_rows, load_average, startup_s
+from common import stored_records
 from paretotune.measure.ceiling import bandwidth  # validate's own rule; the module imports no torch
 ROOT = Path(__file__).resolve().parents[1]
 ACF_DIR = ROOT / "benchmarks" / "inputs" / "ttq_acfs"
@@ -376,10 +377,7 @@ def helion_arm(work: Path, name: str, spec: dict[str, Any], budget_s: float, acf
     csv_log = log.with_suffix(".csv")
     row = _child(f"helion-autotune-{effort}", cmd, budget_s,
                  progress=lambda: csv_log.stat().st_size if csv_log.exists() else 0)
-    rows = []
-    if log.with_suffix(".csv").exists():
-        with open(log.with_suffix(".csv")) as fh:
-            rows = list(csv.DictReader(fh))
+    rows = helion_csv_rows(csv_log)
     # Helion's CSV times count from its autotune start; the timeline counts from the process start, as the
     # paretotune arms' do (imports, binding and inputs included)
     offset = startup_s(row)
@@ -441,11 +439,6 @@ def triton_arm(work: Path, name: str, spec: dict[str, Any], budget_s: float) -> 
     found = done is not None and best is not None
     return {**row, "timeline": [(done, best, 0)] if found else [],
             "points": {0: {"config": winner["config"], "acf_path": None}} if found else {}}
-
-
-def startup_s(row: dict[str, Any]) -> float:
-    """Seconds a child arm took from its process start to its tool's start (0 when either is missing)."""
-    return row.get("start_epoch", 0.0) - row.get("process_epoch", row.get("start_epoch", 0.0))
 
 
 def _child(tool: str, cmd: list[str], budget_s: float, progress: Any = None) -> dict[str, Any]:
@@ -555,10 +548,15 @@ def own_gate(samples: dict[str, list[float]], pick: int, twin: int | None) -> di
     return {"p_holm": float(row["p_holm"]), "significant": bool(row["significant"]), "family": len(family)}
 
 
+def verdict(reached: dict[str, Any]) -> dict[str, Any]:
+    """The verdict paretotune's validation gives this pick: its own gate (:func:`own_gate`) where the re-timing
+    judged one, else the re-timing's own (records from before the gate); {} where not re-timed."""
+    return reached.get("gate") or reached.get("retimed") or {}
+
+
 def gated(reached: dict[str, Any]) -> bool | None:
-    """Whether paretotune's validation would ship this pick: its own gate (:func:`own_gate`) where the re-timing
-    judged one, else the re-timing's own verdict (records from before the gate); None where not re-timed."""
-    return (reached.get("gate") or reached.get("retimed") or {}).get("significant")
+    """Whether paretotune's validation would ship this pick (:func:`verdict`); None where not re-timed."""
+    return verdict(reached).get("significant")
 
 
 def unshipped(reached: dict[str, Any]) -> str:
@@ -569,7 +567,7 @@ def unshipped(reached: dict[str, Any]) -> str:
 
     if gated(reached):
         return ""
-    p = (reached.get("gate") or reached.get("retimed") or {}).get("p_holm")
+    p = verdict(reached).get("p_holm")
     slower = p is not None and p < Thresholds().alpha and reached["retimed"]["speedup"] < 1
     return " (significantly slower: not shipped)" if slower else " (not significant)"
 
@@ -1109,8 +1107,21 @@ def parts_gpus(out: Path) -> dict[str, set[str]]:
     gpus: dict[str, set[str]] = {}
     for path in (out / PARTS).glob("*/ttq.json"):
         gpu = json.loads(path.read_text()).get("gpu")
-        gpus.setdefault(path.parent.name.split(".")[0], set()).update([gpu] if gpu else [])
+        gpus.setdefault(part_kernel(path.parent.name), set()).update([gpu] if gpu else [])
     return gpus
+
+
+def part_kernel(name: str) -> str:
+    """The kernel a part's folder, log or job belongs to (``k``, ``k.paretotune``, ``k.other.log``: ``k``)."""
+    return name.split(".")[0]
+
+
+def foreign_models(out: Path, models: set[str]) -> dict[str, set[str]]:
+    """Per kernel, the GPU models its parts under OUT/parts/ ran on that are not among ``models`` (this host's
+    slots'); none where ``models`` is empty (no GPU named: nothing to compare)."""
+    if not models:
+        return {}
+    return {kernel: other for kernel, gpus in parts_gpus(out).items() if (other := gpus - models)}
 
 
 def elsewhere(out: Path, jobs: list[GpuJob], models: set[str]) -> tuple[list[GpuJob], dict[str, str]]:
@@ -1118,14 +1129,9 @@ def elsewhere(out: Path, jobs: list[GpuJob], models: set[str]) -> tuple[list[Gpu
     re-timing on an H100 of picks an H200 search made, or one tool's arm on each, would compare across machines.
     Such a kernel is finished on its own model, or all its parts deleted and run again here. ``models`` empty
     (no GPU named): nothing to compare, nothing left out."""
-    if not models:
-        return jobs, {}
-    ran_on, here = parts_gpus(out), ", ".join(sorted(models))
-    why = {}
-    for job in jobs:
-        other = ran_on.get(job.name.split(".")[0], set()) - models
-        if other:
-            why[job.name] = f"its kernel's parts ran on {', '.join(sorted(other))}; this host has {here}"
+    foreign, here = foreign_models(out, models), ", ".join(sorted(models))
+    why = {job.name: f"its kernel's parts ran on {', '.join(sorted(foreign[part_kernel(job.name)]))}; this host "
+                     f"has {here}" for job in jobs if part_kernel(job.name) in foreign}
     return [j for j in jobs if j.name not in why], why
 
 
@@ -1134,9 +1140,8 @@ def redo_here(out: Path, names: list[str], models: set[str], why: str, dry: bool
     are not to OUT/superseded/WHY/, so that all its jobs run here (its arms and its re-timing: one model a row) rather
     than :func:`elsewhere` leaving it out. Returns the moved folders' and logs' names; ``dry`` (``--check``) moves
     nothing. Refuses (exit 2, nothing moved) where that folder holds one of the names already."""
-    ran_on = parts_gpus(out) if models else {}
-    redo = {n for n in names if ran_on.get(n, set()) - models}
-    moving = sorted(p for p in (out / PARTS).glob("*") if p.name.split(".")[0] in redo)
+    redo = set(names) & set(foreign_models(out, models))
+    moving = sorted(p for p in (out / PARTS).glob("*") if part_kernel(p.name) in redo)
     aside = out / "superseded" / why
     taken = [p.name for p in moving if (aside / p.name).exists()]
     if taken:

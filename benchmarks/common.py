@@ -300,6 +300,21 @@ class ChildOutcome:
         return row
 
 
+def startup_s(row: dict[str, Any]) -> float:
+    """Seconds a child arm took from its process start to its tool's start (0 when either is missing)."""
+    return row.get("start_epoch", 0.0) - row.get("process_epoch", row.get("start_epoch", 0.0))
+
+
+def helion_csv_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of the CSV Helion's autotuner writes (``autotune_log``), [] where it wrote none."""
+    import csv
+
+    if not path.exists():
+        return []
+    with open(path) as fh:
+        return list(csv.DictReader(fh))
+
+
 def run_with_watchdog(cmd: list[str], budget_s: float, env: dict[str, str] | None = None,
                       grace_s: float = GRACE_S, progress: Any = None) -> ChildOutcome:
     """Run ``cmd`` in its own process group; kill the whole group at ``budget_s + grace_s``. The child's stdout and

@@ -10,13 +10,14 @@ time on the table's plot.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import re
 import statistics
 import sys
 from pathlib import Path
 from typing import Any
+
+from common import helion_csv_rows, startup_s
 
 LOG_COUNTS = {  # what a log line says -> the count it adds to (Helion 1.5.0's wording)
     "compile_timeouts": re.compile(r"Timeout after [\d.]+s compiling"),
@@ -29,15 +30,15 @@ BUDGET = re.compile(r"Autotune budget ([\d.]+)s exceeded")
 
 def arm_phases(folder: Path) -> dict[str, Any]:
     """One arm's phases from its ``helion-full/`` folder."""
-    rows = list(csv.DictReader(open(folder / "helion_autotune.csv"))) if (folder / "helion_autotune.csv").exists() \
-        else []
+    rows = helion_csv_rows(folder / "helion_autotune.csv")
     started = [r for r in rows if r["status"] == "started"]
     answered = [float(r["timestamp_s"]) for r in rows if r["status"] == "ok"]
     compiles = [float(r["compile_time_s"]) for r in started if r.get("compile_time_s")]
-    log = (folder / "helion_autotune.log").read_text(errors="replace") if (folder / "helion_autotune.log").exists() \
-        else ""
+    log_file = folder / "helion_autotune.log"
+    log = log_file.read_text(errors="replace") if log_file.exists() else ""
+    budget = BUDGET.search(log)
     first_start = float(started[0]["timestamp_s"]) if started else None
-    out: dict[str, Any] = {
+    return {
         "benchmarked": len(started), "ok": len(answered),
         "failed": sum(r["status"] not in ("started", "ok") for r in rows),
         "first_benchmark_s": first_start, "first_result_s": min(answered, default=None),
@@ -45,10 +46,9 @@ def arm_phases(folder: Path) -> dict[str, Any]:
         else None,
         "compile_s_median": round(statistics.median(compiles), 2) if compiles else None,
         **{name: len(pattern.findall(log)) for name, pattern in LOG_COUNTS.items()},
-        "budget_s": float(BUDGET.search(log).group(1)) if BUDGET.search(log) else None,
+        "budget_s": float(budget.group(1)) if budget else None,
+        "start_offset_s": start_offset(folder),
     }
-    out["start_offset_s"] = start_offset(folder)
-    return out
 
 
 def start_offset(folder: Path) -> float | None:
@@ -60,7 +60,7 @@ def start_offset(folder: Path) -> float | None:
     for entry in json.loads(record.read_text()).get("kernels", {}).values():
         for arm in entry.get("arms", []):
             if arm.get("tool", "").startswith("helion") and arm.get("start_epoch") and arm.get("process_epoch"):
-                return round(arm["start_epoch"] - arm["process_epoch"], 1)
+                return round(startup_s(arm), 1)
     return None
 
 
