@@ -128,13 +128,15 @@ def _follow_moves(folder: Path, device: Path, left_with: set[str], stayed_packed
     theirs the copy lacks is looked for in the copy by its name, holding the same files it left with, byte for byte;
     found once, the packed files (unpacked here in place) move with it, else they stay where they were."""
     moves: dict[str, str] = {}
+    looked: set[Path] = set()  # each highest missing folder is looked for once, however many files it holds
     for name in sorted(stayed_packed):
         parts = Path(name).parts
         tops = [Path(*parts[:i]) for i in range(1, len(parts)) if not (device / Path(*parts[:i])).exists()]
-        if not tops or tops[0].as_posix() in moves:
+        if not tops or tops[0] in looked:
             continue
         top = tops[0]
-        sent = {f for f in left_with if f.startswith(top.as_posix() + "/")}
+        looked.add(top)
+        sent = {f for f in left_with if under(f, [top.as_posix()])}
         if not sent:
             continue
         rel = {Path(f).relative_to(top).as_posix() for f in sent}
