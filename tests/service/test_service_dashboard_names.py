@@ -47,16 +47,20 @@ def dump_dom(url: str, home: Path) -> str:
 
 
 class Cells(HTMLParser):
-    """The title, and each ``<td>`` and ``<h1>``: its tag, its text and the tags of any elements inside it."""
+    """The document's title (the ``<title>`` in ``<head>``: an SVG ``<title>``, a point's tooltip in the
+    dashboard's plot, is not it), and each ``<td>`` and ``<h1>``: its tag, its text and the tags of any elements
+    inside it."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
-        self.title, self._in_title = "", False
+        self.title, self._in_title, self._in_head = "", False, False
         self.cells: list[tuple[str, str, list[str]]] = []
         self._cell: tuple[str, list[str], list[str]] | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "title":
+        if tag == "head":
+            self._in_head = True
+        elif tag == "title" and self._in_head:
             self._in_title = True
         elif tag in ("td", "h1") and self._cell is None:
             self._cell = (tag, [], [])
@@ -64,7 +68,9 @@ class Cells(HTMLParser):
             self._cell[2].append(tag)
 
     def handle_endtag(self, tag: str) -> None:
-        if tag == "title":
+        if tag == "head":
+            self._in_head = False
+        elif tag == "title":
             self._in_title = False
         elif self._cell is not None and tag == self._cell[0]:
             self.cells.append((tag, "".join(self._cell[1]), self._cell[2]))
