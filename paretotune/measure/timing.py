@@ -21,9 +21,11 @@ eager cost a user of the kernel also pays: dispatch, tensor-descriptor setup) is
 """
 from __future__ import annotations
 
+import gc
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -75,7 +77,8 @@ def bench(fn: Callable[[], Any], warmup_ms: float, rep_ms: float,
         samples = do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="all")
     elif method == "cudagraph":
         do_bench(fn, warmup=warmup_ms, rep=1)  # warm clocks and caches like the events path does
-        samples = do_bench_cudagraph(fn, rep=rep_ms / GRAPH_REPLAYS, return_mode="all")
+        with gc_paused():
+            samples = do_bench_cudagraph(fn, rep=rep_ms / GRAPH_REPLAYS, return_mode="all")
     elif method == "cupti":
         first = do_bench(fn, warmup=warmup_ms, rep=1, return_mode="min")  # warm-up; an upper bound of a call
         calls = max(CUPTI_PROBE_CALLS, min(CUPTI_MAX_CALLS, int(rep_ms / max(float(first), 1e-3))))
@@ -83,6 +86,24 @@ def bench(fn: Callable[[], Any], warmup_ms: float, rep_ms: float,
     else:
         raise ValueError(f"unknown timing method {method!r} (expected 'events', 'cudagraph' or 'cupti')")
     return Timing(samples_ms=tuple(float(s) for s in samples), call_work=work)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for a CUDA-graph capture. The collector may run inside a capture and
+    finalize garbage of earlier work; a finalizer that calls the CUDA API there fails the capture ("operation failed
+    due to a previous error during capture"), and a sound candidate, or a whole re-timing, is lost to garbage it does
+    not own. Triton 3.9's kernels unload their modules when finalized and its ``do_bench_cudagraph`` pauses the
+    collector for that reason; with Triton 3.6 the failure was seen on the H200 and the H100 (rare, on candidates
+    with and without an ACF, gone when the same re-timing ran again), the finalizer not identified. The garbage is
+    collected after, outside the capture."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def cupti_profile(fn: Callable[[], Any], calls: int) -> tuple[list[float], tuple[str, ...]]:

@@ -60,3 +60,36 @@ def test_a_pretuned_kernel_whose_module_says_events_is_ranked_by_a_gpu_clock(tmp
     gpu = arms.time(arms.baseline, gpu_timer(10, 40))
     authors = arms.time(arms.baseline, gpu_timer(10, 40), "events")
     assert 0 < gpu.median_ms <= authors.median_ms * 1.05  # events add the host's gaps, never remove GPU time
+
+
+def test_garbage_whose_finalizer_calls_cuda_does_not_break_a_graph_timing() -> None:
+    """Each call leaves a reference cycle whose finalizer calls the CUDA API (as a newer Triton's dead kernel
+    unloads its module); with the collector running at every allocation, a capture it ran inside would fail."""
+    import gc
+
+    import torch
+
+    x = torch.randn(1 << 20, device=DEVICE)
+    y = torch.empty_like(x)
+    finalized: list[int] = []
+
+    class Unloads:
+        def __init__(self) -> None:
+            self.me = self  # a cycle: only the cyclic collector frees it
+
+        def __del__(self) -> None:
+            torch.cuda.synchronize()  # illegal inside a capture, as a module unload is
+            finalized.append(1)
+
+    def call() -> None:
+        Unloads()
+        y.copy_(x)
+
+    threshold = gc.get_threshold()
+    gc.set_threshold(1)
+    try:
+        timing = bench(call, 5, 20, "cudagraph")
+    finally:
+        gc.set_threshold(*threshold)
+    gc.collect()
+    assert timing.median_ms > 0 and finalized  # timed, and the garbage was collected after, outside the capture
