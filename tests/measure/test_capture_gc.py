@@ -1,5 +1,5 @@
-"""A CUDA-graph timing runs with Python's cyclic collector paused, and gives the caller's setting back: a dead
-Triton kernel finalized inside a capture would unload its module there and fail the capture."""
+"""A CUDA-graph timing runs with Python's cyclic collector paused, and gives the caller's setting back: garbage
+whose finalizer calls the CUDA API, collected inside a capture, fails the capture (tests/gpu/test_clock_gpu.py)."""
 from __future__ import annotations
 
 import gc
