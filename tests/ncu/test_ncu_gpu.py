@@ -53,7 +53,10 @@ def record(result: BatchResult, name: str) -> None:
 
 def assert_close(batch: dict[str, float], single: dict[str, float]) -> None:
     assert batch[REGS] == single[REGS] and batch[THEO] == single[THEO]  # launch-derived: identical
-    assert batch[OCC] == pytest.approx(single[OCC], rel=0.10)
+    # achieved occupancy repeats to a few points, not to a share of itself: the 2-warp copy on an H100 read 51.5 to
+    # 59.9 % over twelve runs in two calls, batch and single alike (benchmarks/results/h100_gpu_tests_2026-12-06b/);
+    # 8 points is the old 10 % at ~80 %, and far under what profiling the wrong launch moves (53 against 80)
+    assert batch[OCC] == pytest.approx(single[OCC], abs=8.0)
     assert batch[L1] == pytest.approx(single[L1], rel=0.10)
     assert batch[DUR] == pytest.approx(single[DUR], rel=0.15)
 
