@@ -21,9 +21,12 @@ RULE = ("a bucket changes only if one candidate is a validated winner on every c
         "the shape's baseline-vs-baseline control reliable, or off by a bias within the bound that then is its "
         "noise floor) and passed its re-check against its no-ACF twin on "
         "fresh inputs on each of them; among such candidates the highest geomean speedup over the bucket's "
-        "shapes wins, then the best worst shape. Every other bucket keeps its old config untouched.")
+        "shapes wins, then the best worst shape. The winner's ACF ships with it only if the ACF is shown to help "
+        "on every shape of the bucket (its share against the no-ACF twin clears the same bar), or if the config "
+        "without it is not itself a validated winner on every one of them. Every other bucket keeps its old "
+        "config untouched.")
 
-PER_SHAPE = ["speedup", "ci_low", "ci_high", "p_holm", "noise_floor", "config_speedup", "acf_speedup"]
+PER_SHAPE = ["speedup", "ci_low", "ci_high", "p_holm", "noise_floor", "config_speedup", "acf_speedup", "twin_id"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class BucketChoice:
     reason: str  # why it is unchanged ("" when it changes)
     per_shape: dict[str, dict[str, Any]] = field(default_factory=dict)  # the winner's (or best try's) rows
     recheck: dict[str, dict[str, Any]] = field(default_factory=dict)  # shape -> the winner's re-check
+    acf_left_out: str = ""  # why the winner ships without its ACF ("": it ships as validated)
 
 
 def _geomean(values: list[float]) -> float:
@@ -51,6 +55,8 @@ def _row(verdicts: pd.DataFrame, cid: int, shape: str) -> dict[str, Any] | None:
     row = rows.iloc[0]
     out = {k: (float(row[k]) if k in row and pd.notna(row[k]) else math.nan) for k in PER_SHAPE}
     out["significant"] = bool(row["significant"]) if pd.notna(row["significant"]) else False
+    shown = row.get("acf_significant")  # absent in tables written before it was judged: unknown, not "no"
+    out["acf_significant"] = None if shown is None or pd.isna(shown) else bool(shown)
     out["failed"] = "" if pd.isna(row.get("failed", "")) else str(row.get("failed", ""))
     return out
 
@@ -93,7 +99,8 @@ def choose(verdicts: pd.DataFrame, buckets: Mapping[str, Hashable], rechecks: Ma
         tries.sort(key=lambda t: (t[0], t[1], _finite(t[2]), _finite(t[3]), t[4]), reverse=True)
         ok, won, _g, _w, _n, cid, rows, checked = tries[0]
         if ok:
-            out.append(BucketChoice(bucket, tuple(shapes), cid, "", rows, checked))
+            out.append(BucketChoice(bucket, tuple(shapes), cid, "", rows, checked,
+                                    acf_left_out=_acf_left_out(verdicts, rows)))
             continue
         if won:
             bad = next(s for s, c in checked.items() if not c or not passed(c))
@@ -106,6 +113,29 @@ def choose(verdicts: pd.DataFrame, buckets: Mapping[str, Hashable], rechecks: Ma
                    f"{lost})")
         out.append(BucketChoice(bucket, tuple(shapes), None, why, rows, checked))
     return out
+
+
+def _acf_left_out(verdicts: pd.DataFrame, rows: Mapping[str, dict[str, Any]]) -> str:
+    """Why a winner's ACF should not ship, or "" to ship it: its share against its no-ACF twin was not shown to
+    help on some shape of the bucket, while the twin itself (the same config, no ACF) is a validated winner on every
+    one of them. An ACF adds a ptxas release to the kernel's needs; it has to earn that. A winner without an ACF,
+    or whose twin is the baseline's build (an ACF on the old config), or judged before this was recorded, keeps
+    what it has."""
+    shown = {s: r.get("acf_significant") for s, r in rows.items()}
+    if any(v is None for v in shown.values()) or all(shown.values()):
+        return ""
+    for shape, row in rows.items():
+        twin = row.get("twin_id", math.nan)
+        if not math.isfinite(twin):
+            return ""
+        mine = verdicts[(verdicts["candidate_id"] == int(twin)) & (verdicts["shape"] == shape)
+                        & verdicts["role"].isin(["twin", "candidate"])]
+        if mine.empty or not (pd.notna(mine.iloc[0]["significant"]) and bool(mine.iloc[0]["significant"])):
+            return ""
+    lost = next(s for s, v in shown.items() if not v)
+    r = rows[lost]
+    return (f"its ACF was not shown to help on {lost} ({r['acf_speedup']:.3f}x against its no-ACF twin); the "
+            "config alone is a validated winner on every shape of the bucket")
 
 
 def _finite(value: float) -> float:

@@ -214,7 +214,7 @@ def _ship_helion(run: RunDir, request: ShipRequest, view: HelionView, verdicts: 
             choices[i] = replace(choice, winner=None, reason=why)
             continue
         config, sha = _new_config(results, choice.winner, choice.shapes, olds[0], stored)
-        acf = f"{sha}.acf" if sha else None
+        acf = f"{sha}.acf" if sha and not choice.acf_left_out else None
         changes.append(Change(choice.bucket, olds[0], config, acf))
         new[choice.bucket] = (olds[0], config, acf)
     about = (f"Kernel {name}; the previous heuristic, {path.name}, is below verbatim (key_{name} and its dispatch "
@@ -252,6 +252,7 @@ def _summary(run: RunDir, request: ShipRequest, name: str, heuristic: Path, file
             "shapes": {s: {"bucket": repr(b.bucket)} for s, b in shapes.items()},
             "buckets": [{"bucket": repr(c.bucket), "shapes": list(c.shapes), "winner": c.winner,
                          "reason": c.reason, "per_shape": c.per_shape, "recheck": c.recheck,
+                         "acf_left_out": c.acf_left_out,
                          "old": new[c.bucket][0] if c.winner is not None else None,
                          "new": new[c.bucket][1] if c.winner is not None else None,
                          "acf": new[c.bucket][2] if c.winner is not None else None} for c in choices],

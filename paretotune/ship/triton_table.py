@@ -68,7 +68,7 @@ def ship_triton(run: RunDir, request: ShipRequest, adapter: Any, verdicts: pd.Da
         row = results.loc[choice.winner]
         config = json.loads(row["config"]) if isinstance(row["config"], str) else dict(row["config"])
         config = flatten_config(config) if config else dict(before[0])
-        acf = f"{row['acf']}.acf" if row["acf"] else None
+        acf = f"{row['acf']}.acf" if row["acf"] and not choice.acf_left_out else None
         entries.append(Entry(choice.bucket, before[0], config, acf))
         new[choice.bucket] = (before[0], config, acf)
     name = getattr(adapter, "inner", adapter).parts.jit.__name__
@@ -97,7 +97,8 @@ def ship_triton(run: RunDir, request: ShipRequest, adapter: Any, verdicts: pd.Da
                          "exec_entries": exec_entries,
                          "ptxas_release": release, "changed": len(new), "buckets_seen": len(choices),
                          "buckets": [{"bucket": repr(c.bucket), "shapes": list(c.shapes), "winner": c.winner,
-                                      "reason": c.reason, "per_shape": c.per_shape, "recheck": c.recheck}
+                                      "reason": c.reason, "per_shape": c.per_shape, "recheck": c.recheck,
+                                      "acf_left_out": c.acf_left_out}
                                      for c in choices]})
         (tmp / SHIP_JSON).write_text(json.dumps(summary, indent=1))
         return summary

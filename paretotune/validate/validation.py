@@ -68,7 +68,7 @@ def choose_candidates(run: RunDir, top: int) -> list[int]:
 
 FIRST_TWIN_ARM = -2  # twin arms with no search record are numbered -2, -3, ... (-1 is the control)
 ATTRIBUTION_COLUMNS = ["twin_id", "config_speedup", "config_ci_low", "config_ci_high", "config_p_holm",
-                       "acf_speedup", "acf_ci_low", "acf_ci_high", "acf_p_holm"]
+                       "acf_speedup", "acf_ci_low", "acf_ci_high", "acf_p_holm", "acf_significant"]
 
 
 @dataclass(frozen=True)
@@ -276,13 +276,15 @@ def _attribute(table: pd.DataFrame, samples: dict[str, Any], twin_of: dict[int, 
     """Fill the config-only and ACF-only columns of each candidate whose twin was measured (in place).
 
     Config-only is the twin's own row (judged against the baseline with the shape's other arms); ACF-only is
-    a Welch test of candidate against twin, Holm-adjusted over the shape's candidates."""
+    a Welch test of candidate against twin, Holm-adjusted over the shape's candidates, and ``acf_significant``
+    says whether that share clears the thresholds a winner must (p, effect size, CI low above 1 + the noise
+    floor): whether the ACF is shown to help at all, which decides whether ship keeps it."""
     from paretotune.pareto.stats import compare, holm
 
     for name in ATTRIBUTION_COLUMNS:
         table[name] = np.nan
     by_id = table.set_index("candidate_id")
-    rows, raw = [], []
+    rows, raw, verdicts = [], [], []
     for i, cid in zip(table.index, table["candidate_id"]):
         twin = twin_of.get(int(cid))
         if table.at[i, "role"] != "candidate" or twin is None or str(twin) not in samples or twin not in by_id.index:
@@ -294,8 +296,14 @@ def _attribute(table: pd.DataFrame, samples: dict[str, Any], twin_of: dict[int, 
                                                                       verdict.ci_high]
         rows.append(i)
         raw.append(verdict.p_value)
+        verdicts.append(verdict)
     if rows:
-        table.loc[rows, "acf_p_holm"] = holm(raw)
+        adjusted = holm(raw)
+        table.loc[rows, "acf_p_holm"] = adjusted
+        need = thresholds.min_speedup_low + thresholds.noise_floor
+        table["acf_significant"] = table["acf_significant"].astype(object)
+        table.loc[rows, "acf_significant"] = [bool(p < thresholds.alpha and v.cohens_d > thresholds.min_effect
+                                                   and v.ci_low > need) for p, v in zip(adjusted, verdicts)]
 
 
 def winners(verdicts: pd.DataFrame) -> list[int]:

@@ -119,3 +119,36 @@ def test_a_triton_ship_folder_applies_its_acf_under_exec(triton_run: Path, tmp_p
     assert got == with_acf
     assert [json.loads(line)["acf"] for line in log.read_text().splitlines()] == [entries[0]["acf"]]
     assert machine_code(None) == plain_build  # after the block, plain builds again
+
+
+def test_an_acf_that_adds_nothing_ships_its_config_alone(triton_run: Path, tmp_path: Path) -> None:
+    """A winner whose ACF was not shown to help against its no-ACF twin, while that twin is a validated winner
+    too: the table launches the winner's config with no ``ptx_options``, copies no ACF, and its header says why."""
+    import json
+    import shutil
+
+    from paretotune.pareto.attribution import config_key
+
+    run = Path(shutil.copytree(triton_run, tmp_path / "run"))
+    results = RunDir(run).results()
+    default = json.loads(results[results["is_baseline"].astype(bool)].iloc[0]["config"])
+    moved = results[(results["status"] == "ok") & results["acf"].astype(bool)
+                    & (results["config"].map(lambda c: config_key(json.loads(c))) != config_key(default))]
+    cand = int(moved["candidate_id"].iloc[0])  # an ACF on a config other than the baseline's
+    config = json.loads(moved["config"].iloc[0])
+
+    def same_config(run_dir: RunDir, arms: list[dict[str, Any]], rounds: int, warmup_ms: float, rep_ms: float):  # type: ignore[no-untyped-def]
+        faster = {a["candidate_id"]: 0.95 for a in arms if config_key(a["config"]) == config_key(config)}
+        return measure(faster)(run_dir, arms, rounds, warmup_ms, rep_ms)
+
+    validation = validate_run(run, candidates=[cand], top=1, rounds=20, rep_ms=1, warmup_ms=1, alpha=0.01,
+                              min_effect=0.5, measure=same_config, recheck=recheck)
+    row = validation.verdicts[validation.verdicts["candidate_id"] == cand].iloc[0]
+    assert row["significant"] and not row["acf_significant"]
+    export_for_triton(find_ptxas())
+    shipped = ship_run(run, tmp_path / "ship")
+    assert shipped.changed == 1 and shipped.acfs == [] and not (tmp_path / "ship" / "acf").exists()
+    got = import_module(shipped.module).launch_kwargs(4096, 16384, "float16")
+    assert got == config and "ptx_options" not in got
+    assert "the candidate's ACF is left out: its ACF was not shown to help on wide" in shipped.module.read_text()
+    assert "not shown to help" in shipped.summary["buckets"][0]["acf_left_out"]
