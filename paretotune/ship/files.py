@@ -184,7 +184,8 @@ def header_lines(run: RunDir, request: ShipRequest, about: str, baseline: str, c
         lines += [head + f"CHANGED to candidate {choice.winner}" + (f", ACF acf/{acf}" if acf else ", no ACF"),
                   f"  old config: {old!r}", f"  new config: {cfg!r}" + (f" + ACF acf/{acf}" if acf else "")]
         if choice.acf_left_out:
-            lines.append(f"  the candidate's ACF is left out: {choice.acf_left_out}")
+            lines.append(f"  the candidate's ACF is left out: {choice.acf_left_out}; what ships is the config alone, "
+                         "its speedup each shape's config figure below")
         lines += ["  " + shape_line(s, choice.per_shape[s], choice.recheck.get(s, {})) for s in choice.shapes]
     return lines
 
