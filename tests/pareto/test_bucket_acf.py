@@ -70,7 +70,7 @@ def test_a_table_judged_before_the_acf_verdict_keeps_the_acf() -> None:
     assert choice(table).acf_left_out == ""
 
 
-def test_a_candidate_without_a_twin_has_no_acf_verdict() -> None:
+def test_a_twin_s_own_row_has_no_acf_verdict() -> None:
     table = judged({"a": 0.95, "b": 0.95}, {"a": 0.95, "b": 0.95})
     twin_row = table[table["candidate_id"] == -2].iloc[0]
     assert twin_row["role"] == "twin" and (twin_row["acf_significant"] is None
