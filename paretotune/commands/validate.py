@@ -140,7 +140,9 @@ def attribution_line(r: pd.Series) -> str:
         return total + f"; no ACF share ({why})"
     config = _ratio(r, "config_speedup", "config_ci_low", "config_ci_high", "config_p_holm")
     acf = _ratio(r, "acf_speedup", "acf_ci_low", "acf_ci_high", "acf_p_holm")
-    return f"{total} = config-only {config} (twin {int(r['twin_id'])}) x ACF-only {acf}"
+    shown = r.get("acf_significant")  # False: ship leaves the ACF out where the config alone also wins
+    note = "; the ACF not shown to help" if str(shown) == "False" else ""  # a bool, or read back from a CSV
+    return f"{total} = config-only {config} (twin {int(r['twin_id'])}) x ACF-only {acf}{note}"
 
 
 def _ratio(r: pd.Series, point: str, low: str, high: str, p: str) -> str:

@@ -145,3 +145,17 @@ def test_validate_prints_no_share_for_a_candidate_without_an_acf() -> None:
     assert "config-only 1.2" in line and "(twin -2) x ACF-only 1.02" in line
     assert "1.000x" not in line.split("ACF-only")[1]
     assert "best no-ACF config in the search: candidate 5 (num_warps=16), runtime 1.200x" in text
+
+
+def test_validate_says_when_an_acf_is_not_shown_to_help() -> None:
+    from paretotune.commands.validate import render
+
+    helps, controls = judge_measured(measured(0.30), {7: -2}, {-2}, alpha=0.01, min_effect=0.5)
+    flat = measured(0.30)
+    flat["wide"]["samples"]["7"] = timings(0.25, 0.0006, seed=12)  # the same time as its twin: the ACF adds nothing
+    adds_nothing, _ = judge_measured(flat, {7: -2}, {-2}, alpha=0.01, min_effect=0.5)
+    for table in (helps, adds_nothing):
+        table["acf"] = [{7: "ab12"}.get(int(c), "") for c in table["candidate_id"]]
+    lines = [next(s for s in render(t, controls, {}).splitlines() if "cand 7:" in s) for t in (helps, adds_nothing)]
+    assert "not shown to help" not in lines[0]
+    assert lines[1].endswith("; the ACF not shown to help"), lines[1]
