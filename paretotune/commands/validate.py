@@ -141,7 +141,7 @@ def attribution_line(r: pd.Series) -> str:
     config = _ratio(r, "config_speedup", "config_ci_low", "config_ci_high", "config_p_holm")
     acf = _ratio(r, "acf_speedup", "acf_ci_low", "acf_ci_high", "acf_p_holm")
     shown = r.get("acf_significant")  # False: ship leaves the ACF out where the config alone also wins
-    note = "; the ACF not shown to help" if str(shown) == "False" else ""  # a bool, or read back from a CSV
+    note = "; the ACF not shown to help" if isinstance(shown, bool) and not shown else ""  # NaN: no twin
     return f"{total} = config-only {config} (twin {int(r['twin_id'])}) x ACF-only {acf}{note}"
 
 
